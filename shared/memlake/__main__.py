@@ -1,0 +1,5 @@
+import sys
+
+from memlake.cli import main
+
+sys.exit(main())

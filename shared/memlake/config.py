@@ -1,0 +1,71 @@
+"""Every environment variable memlake reads, in one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from memlake.errors import ConfigurationError
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw.strip() else default
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _list(name: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: "local" (a directory) or "s3"
+    store: str = "local"
+    data_dir: Path = Path("./memlake-data")
+    bucket: str = ""
+    prefix: str = ""
+    #: "token:tenant" pairs; empty means one tenant, "default", on loopback only
+    api_keys: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    default_context: str | None = None
+    max_content_bytes: int = 256 * 1024
+    max_request_bytes: int = 16 * 1024 * 1024
+    cache_bytes: int = 1 << 30
+    tools_page_size: int = 100
+    #: API Gateway JWT claim that names the tenant
+    tenant_claim: str = "sub"
+    compact_min_segments: int = 32
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        store = os.environ.get("MEMLAKE_STORE", "").strip() or (
+            "s3" if os.environ.get("MEMLAKE_BUCKET") else "local"
+        )
+        if store not in ("local", "s3"):
+            raise ConfigurationError(f"MEMLAKE_STORE must be 'local' or 's3', got {store!r}")
+        return cls(
+            store=store,
+            data_dir=Path(os.environ.get("MEMLAKE_DATA_DIR", "./memlake-data")),
+            bucket=os.environ.get("MEMLAKE_BUCKET", ""),
+            prefix=os.environ.get("MEMLAKE_PREFIX", ""),
+            api_keys=_list("MEMLAKE_API_KEYS"),
+            allowed_origins=_list("MEMLAKE_ALLOWED_ORIGINS"),
+            default_context=os.environ.get("MEMLAKE_DEFAULT_CONTEXT") or None,
+            max_content_bytes=_int("MEMLAKE_MAX_CONTENT_BYTES", 256 * 1024),
+            max_request_bytes=_int("MEMLAKE_MAX_REQUEST_BYTES", 16 * 1024 * 1024),
+            cache_bytes=_int("MEMLAKE_CACHE_BYTES", 1 << 30),
+            tools_page_size=_int("MEMLAKE_TOOLS_PAGE_SIZE", 100),
+            tenant_claim=os.environ.get("MEMLAKE_TENANT_CLAIM", "sub"),
+            compact_min_segments=_int("MEMLAKE_COMPACT_MIN_SEGMENTS", 32),
+        )
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    return Settings.from_env()

@@ -1,0 +1,88 @@
+"""Episodes in the lake: the row shape, the public view of a row, and time-range listing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memlake.errors import NotFound
+from memlake.lake.snapshot import Snapshot
+from memlake.lake.txn import Transaction
+from memlake.models import PREVIEW_CHARS
+from memlake.timeutil import iso
+
+TABLE = "episodes"
+
+
+def not_found(episode_id: str) -> NotFound:
+    return NotFound(
+        f"episode {episode_id} not found",
+        hint="Check the id, or use list_episodes / search_episodes to find episodes.",
+    )
+
+
+def public_view(row: dict[str, Any], *, full_content: bool = True) -> dict[str, Any]:
+    """The episode as tools return it (JSON-ready)."""
+    content = row.get("content") or ""
+    truncated = not full_content and len(content) > PREVIEW_CHARS
+    return {
+        "id": row["id"],
+        "content": content[:PREVIEW_CHARS] + "…" if truncated else content,
+        "content_truncated": truncated,
+        "summary": row.get("summary"),
+        "context": row.get("context"),
+        "metadata": json.loads(row["metadata"]) if row.get("metadata") else {},
+        "entity_ids": list(row.get("entity_ids") or []),
+        "created_at": iso(row.get("created_at")),
+        "started_at": iso(row.get("started_at")),
+        "ended_at": iso(row.get("ended_at")),
+    }
+
+
+def occurred_bounds(table: pa.Table) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """When each episode happened: [started_at or created_at, ended_at or that start]."""
+    start = pc.coalesce(table.column("started_at"), table.column("created_at"))
+    end = pc.coalesce(table.column("ended_at"), start)
+    return start, end
+
+
+def time_mask(
+    table: pa.Table, start: datetime | None, end: datetime | None
+) -> pa.ChunkedArray | None:
+    """Episodes whose time span overlaps [start, end] (either bound optional)."""
+    if start is None and end is None:
+        return None
+    first, last = occurred_bounds(table)
+    mask = None
+    if start is not None:
+        mask = pc.greater_equal(last, pa.scalar(start, first.type))
+    if end is not None:
+        upper = pc.less_equal(first, pa.scalar(end, first.type))
+        mask = upper if mask is None else pc.and_(mask, upper)
+    return mask
+
+
+def filtered(
+    snap: Snapshot,
+    *,
+    context: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> pa.Table:
+    table = snap.table(TABLE).live_table()
+    if context is not None:
+        table = table.filter(pc.equal(table.column("context"), context))
+    mask = time_mask(table, start, end)
+    if mask is not None:
+        table = table.filter(mask)
+    return table
+
+
+#: Features that keep rows pointing at episodes (links, relationships) register cleanups here;
+#: delete_episode runs them in the same transaction, so no dangling reference commits.
+ON_DELETE: list[Callable[[Transaction, str], None]] = []

@@ -1,0 +1,278 @@
+"""The commit engine: optimistic, conditional manifest commits with group commit.
+
+Write path of one commit: one segment object per touched table, then the manifest
+`manifest/<version+1>.json` with If-None-Match (create-exclusive locally), then the
+best-effort `_latest.json` hint. Losing the race (412/409) means re-reading the newest
+manifest, re-running the change functions against it (they re-validate), and retrying with
+jittered exponential backoff. Writers in one process queue up and the one holding the commit
+lock commits everyone's changes in a single manifest version (group commit), so a storm of
+writers makes few manifest writes instead of a stampede of conditional PUTs.
+
+Readers find the newest version from the cached version (or the hint) by probing forward:
+versions are contiguous, so a gallop of existence checks then a binary search finds it
+without LIST. A warm reader spends one request (does version+1 exist?).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from memlake.errors import MemlakeError, NotFound, Unavailable
+from memlake.lake import keys
+from memlake.lake.manifest import Manifest
+from memlake.lake.schema import DEFAULT_DIM, rows_to_table, table_spec
+from memlake.lake.segments import SegmentCache, write_segment
+from memlake.lake.snapshot import Snapshot
+from memlake.lake.txn import Transaction
+from memlake.store.base import ObjectNotFound, ObjectStore, PreconditionFailed
+
+T = TypeVar("T")
+HINT_RECHECK_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 30
+    base_delay: float = 0.005
+    max_delay: float = 0.5
+
+    def delay(self, attempt: int) -> float:
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+
+
+@dataclass
+class Hooks:
+    """Fault injection for tests: called after segments are written, before the manifest."""
+
+    before_manifest_put: Callable[[str, int], None] | None = None
+
+
+@dataclass
+class _Pending:
+    fn: Callable[[Transaction], Any]
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+@dataclass
+class _TenantState:
+    snapshot: Snapshot | None = None
+    commit_lock: threading.Lock = field(default_factory=threading.Lock)
+    queue_lock: threading.Lock = field(default_factory=threading.Lock)
+    queue: list[_Pending] = field(default_factory=list)
+    read_lock: threading.Lock = field(default_factory=threading.Lock)
+    validated_at: float = 0.0
+
+
+class Lake:
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        dim: int = DEFAULT_DIM,
+        cache_bytes: int = 1 << 30,
+        retry: RetryPolicy | None = None,
+        hooks: Hooks | None = None,
+    ) -> None:
+        self.store = store
+        self.dim = dim
+        self.cache = SegmentCache(cache_bytes)
+        self.retry = retry or RetryPolicy()
+        self.hooks = hooks or Hooks()
+        self._tenants: dict[str, _TenantState] = {}
+        self._tenants_lock = threading.Lock()
+
+    def _state(self, tenant: str) -> _TenantState:
+        keys.tenant_prefix(tenant)  # validates
+        with self._tenants_lock:
+            st = self._tenants.get(tenant)
+            if st is None:
+                st = self._tenants[tenant] = _TenantState()
+            return st
+
+    def known_tenants(self) -> list[str]:
+        """Tenants this process has read or written (maintenance works through these)."""
+        with self._tenants_lock:
+            return list(self._tenants)
+
+    # reading ---------------------------------------------------------------------------
+    def _read_hint(self, tenant: str) -> int:
+        try:
+            return int(self.store.get(keys.hint_key(tenant)).decode().strip() or 0)
+        except (ObjectNotFound, ValueError):
+            return 0
+
+    def _exists(self, tenant: str, version: int) -> bool:
+        return self.store.exists(keys.manifest_key(tenant, version))
+
+    def _probe_latest(self, tenant: str, known: int) -> int:
+        lo, step = known, 1
+        while self._exists(tenant, lo + step):
+            lo, step = lo + step, step * 2
+        hi = lo + step
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._exists(tenant, mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def load_manifest(self, tenant: str, version: int) -> Manifest:
+        if version == 0:
+            return Manifest.empty(tenant)
+        try:
+            return Manifest.from_bytes(self.store.get(keys.manifest_key(tenant, version)))
+        except ObjectNotFound as e:
+            raise NotFound(
+                f"version {version} of this memory store does not exist or was collected",
+                hint="Use a newer version.",
+            ) from e
+
+    def snapshot(self, tenant: str, *, version: int | None = None) -> Snapshot:
+        """The newest committed snapshot (or an older version for point-in-time reads)."""
+        st = self._state(tenant)
+        if version is not None:
+            current = st.snapshot
+            if current is not None and current.version == version:
+                return current
+            return Snapshot(self.load_manifest(tenant, version), self.store, self.cache, self.dim)
+        with st.read_lock:
+            current = st.snapshot
+            known = current.version if current is not None else 0
+            if current is None or time.monotonic() - st.validated_at > HINT_RECHECK_SECONDS:
+                # a long-idle cache may sit below manifests GC has since removed: re-anchor
+                known = max(known, self._read_hint(tenant))
+                st.validated_at = time.monotonic()
+            latest = self._probe_latest(tenant, known)
+            if current is not None and latest == current.version:
+                return current
+            snap = Snapshot(
+                self.load_manifest(tenant, latest), self.store, self.cache, self.dim, current
+            )
+            self._install(st, snap)
+            return snap
+
+    def _install(self, st: _TenantState, snap: Snapshot) -> None:
+        if st.snapshot is None or snap.version > st.snapshot.version:
+            if st.snapshot is not None:
+                st.snapshot.release_previous()
+            st.snapshot = snap
+
+    # writing ---------------------------------------------------------------------------
+    def commit(self, tenant: str, fn: Callable[[Transaction], T]) -> T:
+        """Run fn against the newest snapshot and commit what it stages; returns fn's result.
+
+        fn may run more than once (after a lost race) and must only read and stage through
+        the transaction. A MemlakeError raised by fn rejects this change alone.
+        """
+        st = self._state(tenant)
+        pending = _Pending(fn)
+        with st.queue_lock:
+            st.queue.append(pending)
+        with st.commit_lock:
+            if not pending.done:
+                with st.queue_lock:
+                    batch, st.queue = st.queue, []
+                self._commit_batch(tenant, st, batch)
+        return pending.outcome()  # type: ignore[no-any-return]
+
+    def _commit_batch(self, tenant: str, st: _TenantState, batch: list[_Pending]) -> None:
+        try:
+            for attempt in range(self.retry.attempts):
+                snap = self.snapshot(tenant)
+                txn = Transaction(snap)
+                for p in batch:
+                    child = txn.child()
+                    try:
+                        p.result, p.error = p.fn(child), None
+                        child.merge_into_parent()
+                    except Exception as e:  # rejects this change alone
+                        p.result, p.error = None, e
+                if not txn.has_changes():
+                    return
+                try:
+                    manifest = self._write(tenant, snap, txn)
+                except PreconditionFailed:
+                    time.sleep(self.retry.delay(attempt))
+                    continue
+                self._publish(tenant, st, snap, manifest)
+                return
+            for p in batch:
+                p.result, p.error = (
+                    None,
+                    Unavailable(
+                        "the memory store is busy with concurrent writes; nothing was written",
+                        hint="Retry the call in a moment.",
+                    ),
+                )
+        except Exception as e:  # storage failure or injected crash: nobody is acknowledged
+            for p in batch:
+                p.result, p.error = None, e
+        finally:
+            for p in batch:
+                p.done = True
+
+    def _write(self, tenant: str, snap: Snapshot, txn: Transaction) -> Manifest:
+        version = snap.version + 1
+        tables = dict(snap.manifest.tables)
+        for name in sorted(txn.staged):
+            rows = txn.rows_for_segment(name)
+            if not rows:
+                continue
+            spec = table_spec(name)
+            arrow = rows_to_table(rows, spec.schema(self.dim))
+            ref = write_segment(self.store, tenant, name, arrow, spec.stat_columns)
+            tables[name] = tables.get(name, ()) + (replace(ref, seq=version),)
+        extra = txn.extra if txn.has_changes() else snap.extra
+        manifest = snap.manifest.next(tables, extra)
+        if self.hooks.before_manifest_put is not None:
+            self.hooks.before_manifest_put(tenant, version)
+        self.store.put(keys.manifest_key(tenant, version), manifest.to_bytes(), if_absent=True)
+        return manifest
+
+    def _publish(self, tenant: str, st: _TenantState, prev: Snapshot, manifest: Manifest) -> None:
+        try:
+            self.store.put(keys.hint_key(tenant), str(manifest.version).encode())
+        except MemlakeError:
+            pass  # the hint is an optimisation; readers probe forward from any older value
+        with st.read_lock:
+            self._install(st, Snapshot(manifest, self.store, self.cache, self.dim, prev))
+
+    def replace_segments(
+        self, tenant: str, build: Callable[[Snapshot], Manifest | None]
+    ) -> Manifest | None:
+        """Commit a manifest computed by `build` from the newest snapshot (compaction).
+
+        build returns None to abort. Retries on a lost race like commit().
+        """
+        st = self._state(tenant)
+        with st.commit_lock:
+            for attempt in range(self.retry.attempts):
+                snap = self.snapshot(tenant)
+                manifest = build(snap)
+                if manifest is None:
+                    return None
+                try:
+                    self.store.put(
+                        keys.manifest_key(tenant, manifest.version),
+                        manifest.to_bytes(),
+                        if_absent=True,
+                    )
+                except PreconditionFailed:
+                    time.sleep(self.retry.delay(attempt))
+                    continue
+                self._publish(tenant, st, snap, manifest)
+                return manifest
+        raise Unavailable("compaction lost too many races", hint="Run it again later.")

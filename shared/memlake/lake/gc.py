@@ -1,0 +1,72 @@
+"""Garbage collection: remove objects no retained manifest references.
+
+Objects are only removed after a grace period longer than the longest Lambda run (15 min), so
+a writer that has put its segment but not yet committed its manifest never loses it. Old
+manifests older than the history window are removed from the bottom up, keeping versions
+contiguous above the oldest retained one (readers probe forward from any retained version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from memlake.lake import keys
+from memlake.lake.engine import Lake
+
+MIN_GRACE_SECONDS = 60
+
+
+@dataclass
+class GcReport:
+    deleted_objects: int = 0
+    deleted_manifests: int = 0
+    kept_objects: int = 0
+
+
+def collect_garbage(
+    lake: Lake,
+    tenant: str,
+    *,
+    grace_seconds: float = 900,
+    history_seconds: float = 7 * 86400,
+    now: datetime | None = None,
+) -> GcReport:
+    grace_seconds = max(grace_seconds, MIN_GRACE_SECONDS)
+    now = now or datetime.now(UTC)
+    report = GcReport()
+    latest = lake.snapshot(tenant)
+    prefix = keys.tenant_prefix(tenant)
+    objects = list(lake.store.list(prefix))
+    manifest_versions: dict[int, datetime] = {}
+    data_objects = []
+    for obj in objects:
+        version = keys.version_of_manifest_key(obj.key) if "/manifest/" in obj.key else None
+        if version is not None:
+            manifest_versions[version] = obj.last_modified
+        elif not obj.key.endswith(keys.HINT_NAME):
+            data_objects.append(obj)
+
+    history_cutoff = now - timedelta(seconds=history_seconds)
+    retained = [
+        v
+        for v, modified in manifest_versions.items()
+        if v == latest.version or modified >= history_cutoff or v > latest.version
+    ]
+    floor = min(retained) if retained else latest.version
+    referenced: set[str] = set()
+    for v in sorted(retained):
+        referenced |= lake.load_manifest(tenant, v).all_keys() if v else set()
+
+    grace_cutoff = now - timedelta(seconds=grace_seconds)
+    for obj in data_objects:
+        if obj.key in referenced or obj.last_modified >= grace_cutoff:
+            report.kept_objects += 1
+            continue
+        lake.store.delete(obj.key)
+        report.deleted_objects += 1
+    for v in sorted(manifest_versions):
+        if v < floor and manifest_versions[v] < grace_cutoff:
+            lake.store.delete(keys.manifest_key(tenant, v))
+            report.deleted_manifests += 1
+    return report

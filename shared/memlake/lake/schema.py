@@ -1,0 +1,91 @@
+"""Explicit Parquet schemas for every table, and schema-tolerant reading.
+
+Every table has `id` plus two system columns: `_deleted` (tombstones) and `_seq` (the commit
+version of a row, filled in by compaction; rows of a fresh segment take the segment's seq from
+the manifest). Columns added by later releases read as null from older segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+DEFAULT_DIM = 384
+
+SYSTEM_FIELDS = [pa.field("_deleted", pa.bool_(), nullable=False), pa.field("_seq", pa.int64())]
+
+
+def _episodes(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("content", pa.string()),
+            pa.field("summary", pa.string()),
+            pa.field("title", pa.string()),
+            pa.field("context", pa.string()),
+            pa.field("metadata", pa.string()),  # JSON object text
+            pa.field("entity_ids", pa.list_(pa.string())),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("created_at", TS),
+            pa.field("updated_at", TS),
+            pa.field("started_at", TS),
+            pa.field("ended_at", TS),
+            pa.field("embedding", pa.list_(pa.float32(), dim)),
+            *SYSTEM_FIELDS,
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    schema_for_dim: Callable[[int], pa.Schema]
+    #: columns whose min/max/distinct values the manifest keeps per segment, for pruning
+    stat_columns: tuple[str, ...] = field(default=())
+
+    def schema(self, dim: int = DEFAULT_DIM) -> pa.Schema:
+        return self.schema_for_dim(dim)
+
+
+TABLES: dict[str, TableSpec] = {
+    "episodes": TableSpec("episodes", _episodes, ("created_at", "started_at", "context")),
+}
+
+
+def register_table(spec: TableSpec) -> None:
+    """Later modules (threads, concepts, relationships...) add their tables here."""
+    TABLES[spec.name] = spec
+
+
+def table_spec(name: str) -> TableSpec:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise ValueError(f"unknown table {name!r}") from None
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Cast a table read from an older or newer segment to the current schema."""
+    if table.schema.equals(schema, check_metadata=False):
+        return table
+    columns = []
+    for fld in schema:
+        if fld.name in table.column_names:
+            col = table.column(fld.name)
+            columns.append(col if col.type == fld.type else col.cast(fld.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, fld.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def rows_to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    filled = []
+    for row in rows:
+        item = {f.name: row.get(f.name) for f in schema}
+        item["_deleted"] = bool(row.get("_deleted", False))
+        filled.append(item)
+    return pa.Table.from_pylist(filled, schema=schema)

@@ -1,0 +1,107 @@
+"""Writing and reading immutable Parquet segments, with an in-memory cache.
+
+Segment objects never change once written, so a cached table is valid forever; the cache is
+bounded by bytes (LRU).
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from datetime import date, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from memlake.ids import new_id
+from memlake.lake import keys
+from memlake.lake.manifest import SegmentRef
+from memlake.lake.schema import conform
+from memlake.store.base import ObjectStore
+
+MAX_DISTINCT_STAT = 32
+
+
+def encode_table(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", use_dictionary=True, write_statistics=True)
+    return sink.getvalue()
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def column_stats(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any]:
+    """Min/max for ordered columns and the distinct set (when small) for strings, for pruning."""
+    stats: dict[str, Any] = {}
+    live = table.filter(pc.invert(table.column("_deleted"))) if table.num_rows else table
+    for name in columns:
+        if name not in live.column_names or live.num_rows == 0:
+            continue
+        col = live.column(name)
+        if pa.types.is_string(col.type):
+            distinct = pc.unique(col.drop_null()).to_pylist()
+            has_null = col.null_count > 0
+            stats[name] = {
+                "values": sorted(distinct) if len(distinct) <= MAX_DISTINCT_STAT else None,
+                "has_null": has_null,
+            }
+        else:
+            mm = pc.min_max(col).as_py()
+            stats[name] = {"min": _scalar(mm["min"]), "max": _scalar(mm["max"])}
+    return stats
+
+
+def write_segment(
+    store: ObjectStore, tenant: str, table_name: str, table: pa.Table, stat_columns: tuple[str, ...]
+) -> SegmentRef:
+    data = encode_table(table)
+    key = keys.segment_key(tenant, table_name, new_id())
+    store.put(key, data, if_absent=True)
+    ids = table.column("id")
+    mm = pc.min_max(ids).as_py() if table.num_rows else {"min": "", "max": ""}
+    return SegmentRef(
+        key=key,
+        seq=0,
+        rows=table.num_rows,
+        bytes=len(data),
+        min_id=mm["min"] or "",
+        max_id=mm["max"] or "",
+        stats=column_stats(table, stat_columns),
+    )
+
+
+class SegmentCache:
+    """LRU of decoded segments keyed by object key."""
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def read(self, store: ObjectStore, key: str, schema: pa.Schema) -> pa.Table:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                if hit.schema.equals(schema, check_metadata=False):
+                    return hit
+        raw = store.get(key)
+        table = conform(pq.read_table(io.BytesIO(raw)), schema)
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = table
+                self._bytes += table.nbytes
+            while self._bytes > self.max_bytes and len(self._items) > 1:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= old.nbytes
+        return table

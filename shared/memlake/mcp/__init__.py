@@ -1,0 +1,1 @@
+"""MCP over Streamable HTTP (stateless, JSON responses): one transport for every door."""

@@ -1,0 +1,123 @@
+"""Pydantic models at the edges: tool inputs and outputs, with every argument bounded."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from memlake.ids import check_id
+from memlake.timeutil import parse_time
+
+MAX_SUMMARY_CHARS = 4_000
+MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_DEPTH = 5
+MAX_METADATA_KEY_CHARS = 128
+MAX_ENTITY_IDS = 100
+CONTEXT_PATTERN = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
+PREVIEW_CHARS = 500
+
+
+class Input(BaseModel):
+    """Base of tool inputs: unknown arguments are errors, strings are stripped."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class Output(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _episode_id(value: str) -> str:
+    try:
+        return check_id(value, field="id", prefix="episode")
+    except Exception as e:  # becomes a pydantic error with the same message
+        raise ValueError(getattr(e, "message", str(e))) from None
+
+
+def _entity_id(value: str) -> str:
+    try:
+        return check_id(value, field="entity id", prefix="entity")
+    except Exception as e:
+        raise ValueError(getattr(e, "message", str(e))) from None
+
+
+EpisodeId = Annotated[
+    str,
+    Field(min_length=1, max_length=80, description="Episode id ('episode:' prefix accepted)"),
+    AfterValidator(_episode_id),
+]
+EntityId = Annotated[str, Field(min_length=1, max_length=80), AfterValidator(_entity_id)]
+Context = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=CONTEXT_PATTERN.pattern,
+        description="Project namespace, e.g. 'memlake' or 'acme/webapp'",
+    ),
+]
+IsoTime = Annotated[
+    str,
+    Field(max_length=64, description="ISO 8601 time; without a zone it is UTC"),
+]
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if isinstance(value, dict):
+        return max([level, *(_depth(v, level + 1) for v in value.values())])
+    if isinstance(value, list):
+        return max([level, *(_depth(v, level + 1) for v in value)])
+    return level - 1
+
+
+def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode()) > MAX_METADATA_BYTES:
+        raise ValueError(
+            f"metadata is {len(text.encode())} bytes as JSON; the limit is {MAX_METADATA_BYTES}"
+        )
+    if _depth(value) > MAX_METADATA_DEPTH:
+        raise ValueError(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels")
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, sub in item.items():
+                if len(key) > MAX_METADATA_KEY_CHARS:
+                    raise ValueError(f"metadata key {key[:40]!r}... is over 128 characters")
+                stack.append(sub)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+def time_field(value: str | None, field: str) -> datetime | None:
+    return None if value is None else parse_time(value, field=field)
+
+
+class TimeRange(Input):
+    time_start: IsoTime | None = Field(None, description="Only episodes at or after this time")
+    time_end: IsoTime | None = Field(None, description="Only episodes at or before this time")
+
+    @field_validator("time_start", "time_end")
+    @classmethod
+    def _parse(cls, value: str | None, info: Any) -> str | None:
+        if value is not None:
+            parse_time(value, field=info.field_name)
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRange:
+        start, end = self.bounds()
+        if start and end and start > end:
+            raise ValueError("time_start is after time_end; swap them or widen the range")
+        return self
+
+    def bounds(self) -> tuple[datetime | None, datetime | None]:
+        return time_field(self.time_start, "time_start"), time_field(self.time_end, "time_end")

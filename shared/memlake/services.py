@@ -1,0 +1,46 @@
+"""The one place that builds long-lived dependencies (store, lake) from settings.
+
+Built once per process and reused across requests (and warm Lambda invocations).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memlake.config import Settings, settings
+from memlake.errors import ConfigurationError
+from memlake.lake import Lake
+from memlake.store.base import ObjectStore
+
+
+def make_store(cfg: Settings) -> ObjectStore:
+    if cfg.store == "s3":
+        if not cfg.bucket:
+            raise ConfigurationError("MEMLAKE_BUCKET is required when MEMLAKE_STORE=s3")
+        from memlake.store.s3 import S3Store
+
+        return S3Store(cfg.bucket, prefix=cfg.prefix)
+    from memlake.store.local import LocalStore
+
+    return LocalStore(cfg.data_dir)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    lake: Lake
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @classmethod
+    def build(cls, cfg: Settings, store: ObjectStore | None = None) -> Services:
+        store = store if store is not None else make_store(cfg)
+        return cls(settings=cfg, lake=Lake(store, cache_bytes=cfg.cache_bytes))
+
+
+@lru_cache(maxsize=1)
+def default_services() -> Services:
+    return Services.build(settings())

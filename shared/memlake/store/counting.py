@@ -1,0 +1,49 @@
+"""A store wrapper that counts requests per operation (benchmarks and request-budget tests)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+from memlake.store.base import ObjectInfo, ObjectStore
+
+
+class CountingStore:
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _count(self, op: str) -> None:
+        with self._lock:
+            self.counts[op] += 1
+
+    def reset(self) -> Counter[str]:
+        with self._lock:
+            old, self.counts = self.counts, Counter()
+        return old
+
+    @property
+    def writes(self) -> int:
+        return self.counts["put"] + self.counts["delete"]
+
+    def get(self, key: str) -> bytes:
+        self._count("get")
+        return self.inner.get(key)
+
+    def exists(self, key: str) -> bool:
+        self._count("head")
+        return self.inner.exists(key)
+
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        self._count("put")
+        self.inner.put(key, data, if_absent=if_absent)
+
+    def delete(self, key: str) -> None:
+        self._count("delete")
+        self.inner.delete(key)
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        self._count("list")
+        return self.inner.list(prefix)

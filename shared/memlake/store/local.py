@@ -1,0 +1,90 @@
+"""Local-directory object store: the embedded default for `memlake serve` and tests.
+
+Atomicity: every put writes a temporary file in the target directory, then either
+os.replace()s it into place (plain put) or os.link()s it (if_absent: link fails with EEXIST
+when the key exists, so create-exclusive and complete content come in one step).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memlake.errors import InvalidArgument
+from memlake.store.base import ObjectInfo, ObjectNotFound, PreconditionFailed
+
+_TMP_PREFIX = ".tmp-"
+
+
+class LocalStore:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        parts = key.split("/")
+        if not key or any(p in ("", ".", "..") or p.startswith(_TMP_PREFIX) for p in parts):
+            raise InvalidArgument(f"invalid object key {key!r}")
+        path = self.root.joinpath(*parts)
+        if self.root not in path.parents:
+            raise InvalidArgument(f"object key {key!r} escapes the store")
+        return path
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except (FileNotFoundError, NotADirectoryError) as e:
+            raise ObjectNotFound(f"no object {key}") from e
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if if_absent:
+                try:
+                    os.link(tmp, path)
+                except FileExistsError as e:
+                    raise PreconditionFailed(f"{key} already exists") from e
+                except OSError as e:
+                    if e.errno == errno.EEXIST:
+                        raise PreconditionFailed(f"{key} already exists") from e
+                    raise
+            else:
+                os.replace(tmp, path)
+                tmp = ""
+        finally:
+            if tmp:
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+
+    def delete(self, key: str) -> None:
+        try:
+            self._path(key).unlink()
+        except FileNotFoundError:
+            pass
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        base = self.root
+        for dirpath, _dirs, files in os.walk(base):
+            for name in files:
+                if name.startswith(_TMP_PREFIX):
+                    continue
+                full = Path(dirpath, name)
+                key = full.relative_to(base).as_posix()
+                if key.startswith(prefix):
+                    st = full.stat()
+                    yield ObjectInfo(key, st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))

@@ -1,0 +1,1 @@
+"""One module per MCP tool: (input, context) -> output. The registry lists them all."""

@@ -1,0 +1,145 @@
+"""add_episode: store a conversation or experience as an episode."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from memlake.episodes import TABLE, public_view
+from memlake.errors import InvalidArgument
+from memlake.ids import new_id
+from memlake.lake import Transaction
+from memlake.models import (
+    MAX_ENTITY_IDS,
+    MAX_SUMMARY_CHARS,
+    Context,
+    EntityId,
+    Input,
+    IsoTime,
+    Output,
+    check_metadata,
+    time_field,
+)
+from memlake.timeutil import now
+from memlake.tools.base import Annotations, ToolContext, ToolSpec
+
+
+class AddEpisodeInput(Input):
+    content: str = Field(
+        description="Full episode content: the conversation, notes or experience", min_length=1
+    )
+    summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS, description="Brief summary")
+    metadata: dict[str, Any] | None = Field(
+        None, description="Free-form JSON metadata (session_id, source, participants...)"
+    )
+    context: Context | None = Field(
+        None, description="Project namespace; the server default is used when omitted"
+    )
+    entity_ids: list[EntityId] | None = Field(
+        None, max_length=MAX_ENTITY_IDS, description="Concept/entity ids extracted from it"
+    )
+    started_at: IsoTime | None = Field(None, description="When the experience began (ISO 8601)")
+    ended_at: IsoTime | None = Field(None, description="When it ended (ISO 8601)")
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content is empty; pass the episode's text")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_metadata(value)
+
+    @model_validator(mode="after")
+    def _times(self) -> AddEpisodeInput:
+        start = time_field(self.started_at, "started_at")
+        end = time_field(self.ended_at, "ended_at")
+        if start and end and start > end:
+            raise ValueError("started_at is after ended_at")
+        return self
+
+
+class EntityLinkFailure(Output):
+    entity_id: str
+    reason: str
+
+
+class AddEpisodeOutput(Output):
+    id: str
+    content: str = Field(description="The content, cut to 500 characters")
+    content_truncated: bool
+    summary: str | None
+    context: str | None
+    metadata: dict[str, Any]
+    entity_ids: list[str]
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
+    linked_entities: int = Field(description="How many entity_ids were linked to known concepts")
+    failed_entity_ids: list[EntityLinkFailure]
+
+
+def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
+    size = len(args.content.encode())
+    if size > ctx.settings.max_content_bytes:
+        raise InvalidArgument(
+            f"content is {size:,} bytes; the limit is {ctx.settings.max_content_bytes:,}",
+            hint="Split it into several episodes, or store a summary with the key passages.",
+        )
+    episode_id = new_id()
+    created = now()
+    entity_ids = list(dict.fromkeys(args.entity_ids or []))
+    row = {
+        "id": episode_id,
+        "content": args.content,
+        "summary": args.summary,
+        "context": args.context or ctx.settings.default_context,
+        "metadata": json.dumps(args.metadata, ensure_ascii=False) if args.metadata else None,
+        "entity_ids": entity_ids,
+        "created_at": created,
+        "updated_at": created,
+        "started_at": time_field(args.started_at, "started_at"),
+        "ended_at": time_field(args.ended_at, "ended_at"),
+    }
+
+    def change(txn: Transaction) -> list[EntityLinkFailure]:
+        txn.put(TABLE, row)
+        # Concepts arrive with the memory-layers feature; until a concept exists, a link fails.
+        return [
+            EntityLinkFailure(entity_id=e, reason="no concept with this id")
+            for e in entity_ids
+            if not _concept_exists(txn, e)
+        ]
+
+    failures = ctx.lake.commit(ctx.tenant, change)
+    view = public_view(row, full_content=False)
+    return AddEpisodeOutput(
+        **view,
+        linked_entities=len(entity_ids) - len(failures),
+        failed_entity_ids=failures,
+    )
+
+
+def _concept_exists(txn: Transaction, concept_id: str) -> bool:
+    from memlake.lake.schema import TABLES
+
+    return "concepts" in TABLES and txn.exists("concepts", concept_id)
+
+
+SPEC = ToolSpec(
+    name="add_episode",
+    title="Add episode",
+    description=(
+        "Store a conversation or experience as an episodic memory. Returns its id (time-sortable)."
+        " Use started_at/ended_at for when it happened; context scopes it to a project."
+    ),
+    input_model=AddEpisodeInput,
+    output_model=AddEpisodeOutput,
+    annotations=Annotations(read_only=False, destructive=False, idempotent=False),
+    run=run,
+)

@@ -1,0 +1,67 @@
+"""What every tool is made of: a spec with models, annotations and a run function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from memlake.config import Settings
+from memlake.lake import Lake
+
+In = TypeVar("In", bound=BaseModel)
+Out = TypeVar("Out", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the tenant whose data they reach, and a non-secret token id for audit."""
+
+    tenant: str
+    token_id: str = "anonymous"
+
+
+@dataclass
+class ToolContext:
+    principal: Principal
+    lake: Lake
+    settings: Settings
+    request_id: str = ""
+    services: Any = None
+
+    @property
+    def tenant(self) -> str:
+        return self.principal.tenant
+
+
+@dataclass(frozen=True)
+class Annotations:
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = False
+
+    def to_mcp(self, title: str) -> dict[str, Any]:
+        return {
+            "title": title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+READ_ONLY = Annotations(read_only=True, destructive=False, idempotent=True)
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[In, Out]):
+    name: str
+    title: str
+    description: str
+    input_model: type[In]
+    output_model: type[Out]
+    annotations: Annotations
+    run: Callable[[ToolContext, In], Out]

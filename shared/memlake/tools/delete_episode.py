@@ -1,0 +1,42 @@
+"""delete_episode: remove an episode (idempotent; reports how many were deleted)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memlake.episodes import ON_DELETE, TABLE
+from memlake.lake import Transaction
+from memlake.models import EpisodeId, Input, Output
+from memlake.tools.base import Annotations, ToolContext, ToolSpec
+
+
+class DeleteEpisodeInput(Input):
+    id: EpisodeId
+
+
+class DeleteEpisodeOutput(Output):
+    id: str
+    deleted: int = Field(description="1 if the episode existed and is now gone, else 0")
+
+
+def run(ctx: ToolContext, args: DeleteEpisodeInput) -> DeleteEpisodeOutput:
+    def change(txn: Transaction) -> int:
+        if not txn.exists(TABLE, args.id):
+            return 0
+        txn.delete(TABLE, args.id)
+        for cleanup in ON_DELETE:
+            cleanup(txn, args.id)
+        return 1
+
+    return DeleteEpisodeOutput(id=args.id, deleted=ctx.lake.commit(ctx.tenant, change))
+
+
+SPEC = ToolSpec(
+    name="delete_episode",
+    title="Delete episode",
+    description="Delete an episodic memory by id. Deleting a missing episode returns deleted=0.",
+    input_model=DeleteEpisodeInput,
+    output_model=DeleteEpisodeOutput,
+    annotations=Annotations(read_only=False, destructive=True, idempotent=True),
+    run=run,
+)
