@@ -7,7 +7,15 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from memlake.ids import check_id
 from memlake.timeutil import parse_time
@@ -22,9 +30,9 @@ PREVIEW_CHARS = 500
 
 
 class Input(BaseModel):
-    """Base of tool inputs: unknown arguments are errors, strings are stripped."""
+    """Base of tool inputs: unknown arguments are errors. Text is kept exactly as given."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class Output(BaseModel):
@@ -53,6 +61,7 @@ EpisodeId = Annotated[
 EntityId = Annotated[str, Field(min_length=1, max_length=80), AfterValidator(_entity_id)]
 Context = Annotated[
     str,
+    BeforeValidator(lambda v: v.strip() if isinstance(v, str) else v),
     Field(
         min_length=1,
         max_length=128,

@@ -1,0 +1,41 @@
+"""Episode relationship graph: value types, pure algorithms and exporters (no I/O)."""
+
+from memlake.graph.algorithms import (
+    MAX_RELATED_DEPTH,
+    find_cycle_if_added,
+    find_related,
+    reachable,
+    topological_order,
+)
+from memlake.graph.export import GraphNode, normalize_label, to_dot, to_json, to_mermaid
+from memlake.graph.model import (
+    ACYCLIC_TYPES,
+    DIRECTIONS,
+    RELATIONSHIP_TYPES,
+    Direction,
+    Edge,
+    OrderedNode,
+    Related,
+    TopologicalOrder,
+)
+
+__all__ = [
+    "ACYCLIC_TYPES",
+    "DIRECTIONS",
+    "MAX_RELATED_DEPTH",
+    "RELATIONSHIP_TYPES",
+    "Direction",
+    "Edge",
+    "GraphNode",
+    "OrderedNode",
+    "Related",
+    "TopologicalOrder",
+    "find_cycle_if_added",
+    "find_related",
+    "normalize_label",
+    "reachable",
+    "to_dot",
+    "to_json",
+    "to_mermaid",
+    "topological_order",
+]
