@@ -234,6 +234,7 @@ class Lake:
             spec = table_spec(name)
             arrow = rows_to_table(rows, spec.schema(self.dim))
             ref = write_segment(self.store, tenant, name, arrow, spec.stat_columns)
+            self.cache.add(ref.key, arrow)
             tables[name] = tables.get(name, ()) + (replace(ref, seq=version),)
         extra = txn.extra if txn.has_changes() else snap.extra
         manifest = snap.manifest.next(tables, extra)

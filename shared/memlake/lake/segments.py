@@ -88,6 +88,19 @@ class SegmentCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
+    def add(self, key: str, table: pa.Table) -> None:
+        """Remember a segment this process just wrote (saves reading it back)."""
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = table
+                self._bytes += table.nbytes
+            self._evict()
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= old.nbytes
+
     def read(self, store: ObjectStore, key: str, schema: pa.Schema) -> pa.Table:
         with self._lock:
             hit = self._items.get(key)
@@ -97,11 +110,5 @@ class SegmentCache:
                     return hit
         raw = store.get(key)
         table = conform(pq.read_table(io.BytesIO(raw)), schema)
-        with self._lock:
-            if key not in self._items:
-                self._items[key] = table
-                self._bytes += table.nbytes
-            while self._bytes > self.max_bytes and len(self._items) > 1:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= old.nbytes
+        self.add(key, table)
         return table

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import pytest
+
+from memlake.errors import InvalidArgument
+from memlake.ids import check_id, check_tenant, id_time_millis, new_id
+
+
+def test_ids_are_unique_sortable_and_carry_time() -> None:
+    ids = [new_id() for _ in range(5000)]
+    assert len(set(ids)) == 5000
+    assert ids == sorted(ids)
+    assert all(len(i) == 26 for i in ids)
+    assert id_time_millis(ids[0]) is not None
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "", " ", "x" * 65, "a b", "é", None, 12, "a\x00"])
+def test_bad_ids_are_refused(bad: object) -> None:
+    with pytest.raises(InvalidArgument):
+        check_id(bad)
+
+
+def test_prefix_is_stripped() -> None:
+    assert check_id("episode:ABC", prefix="episode") == "ABC"
+
+
+@pytest.mark.parametrize("bad", ["A", "../t", "t/x", "", "x" * 64])
+def test_bad_tenants_are_refused(bad: str) -> None:
+    with pytest.raises(InvalidArgument):
+        check_tenant(bad)
