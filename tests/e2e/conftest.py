@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import boto3
 import pytest
@@ -19,25 +20,45 @@ TOKENS = {"alpha": "tok-alpha-123", "beta": "tok-beta-456"}
 API_KEYS = ",".join(f"{token}:{tenant}" for tenant, token in TOKENS.items())
 
 
+@dataclass
+class ServerUnderTest:
+    url: str
+    objects: Callable[[], dict[str, int]]  # every stored object key -> size
+
+
 @pytest.fixture(scope="module")
-def local_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerUnderTest]:
     data = tmp_path_factory.mktemp("lake")
+
+    def objects() -> dict[str, int]:
+        return {str(p.relative_to(data)): p.stat().st_size for p in data.rglob("*") if p.is_file()}
+
     with serve_subprocess(data, {"MEMLAKE_API_KEYS": API_KEYS}) as url:
-        yield url
+        yield ServerUnderTest(url, objects)
 
 
 @pytest.fixture(scope="module")
-def s3_url() -> Iterator[str]:
+def s3_server() -> Iterator[ServerUnderTest]:
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="memlake-test")
         settings = Settings(store="s3", bucket="memlake-test", api_keys=tuple(API_KEYS.split(",")))
         services = Services.build(settings, S3Store("memlake-test", client=client))
+
+        def objects() -> dict[str, int]:
+            pages = client.get_paginator("list_objects_v2").paginate(Bucket="memlake-test")
+            return {o["Key"]: o["Size"] for page in pages for o in page.get("Contents", [])}
+
         with serve_in_thread(build_app(services, host="127.0.0.1")) as url:
-            yield url
+            yield ServerUnderTest(url, objects)
 
 
 @pytest.fixture(params=["local", "s3"])
-def mcp_url(request: pytest.FixtureRequest) -> str:
+def server(request: pytest.FixtureRequest) -> ServerUnderTest:
     """Every end-to-end test runs against both lakes."""
-    return request.getfixturevalue(f"{request.param}_url")
+    return request.getfixturevalue(f"{request.param}_server")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def mcp_url(server: ServerUnderTest) -> str:
+    return server.url

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import TOKENS
 from .mcp_helpers import call, connect, run
 
@@ -92,7 +94,11 @@ def test_list_pages_with_cursor_and_time_filters(mcp_url: str) -> None:
             window = await call(
                 client,
                 "list_episodes",
-                {"context": "paging", "time_start": "2026-05-03", "time_end": "2026-05-05T00:00:00Z"},
+                {
+                    "context": "paging",
+                    "time_start": "2026-05-03",
+                    "time_end": "2026-05-05T00:00:00Z",
+                },
             )
             assert [e["content"] for e in window["episodes"]] == ["day 5", "day 4", "day 3"]
             bad = await call(
@@ -131,6 +137,7 @@ def test_tenants_are_isolated(mcp_url: str) -> None:
     run(scenario())
 
 
+@pytest.mark.filterwarnings("ignore:ping is removed")
 def test_legacy_handshake_client_works_too(mcp_url: str) -> None:
     async def scenario() -> None:
         async with connect(mcp_url, TOKENS["alpha"], mode="legacy") as client:
