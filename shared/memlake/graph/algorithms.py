@@ -134,10 +134,10 @@ def find_related(
     # * A walk that repeats a node contains a cycle whose product is <= 1; cutting the cycle
     #   out never lowers the product (multiplying by s <= 1 cannot raise even a rounded float)
     #   and strictly lowers the hop count, so the best walk is always a simple path.
-    # * Prefix optimality: if the best path to v ends with edge (u, v, s), replacing its prefix
-    #   by best[u] cannot make it worse: the product order is preserved because s > 0 (edges
-    #   with s < min_strength, hence all zero-strength edges, are dropped above), equal hops are
-    #   preserved by adding one, and tuple order is preserved by appending the same edge id.
+    # * Prefix optimality: if the best <= k-edge path to v ends with edge (u, v, s), swapping
+    #   its prefix for u's best <= (k-1)-edge label cannot make it worse: a higher product stays
+    #   higher because s > 0 (min_strength > 0, so zero-strength edges were dropped above), hop
+    #   counts both grow by one, and appending the same edge id keeps the tuple order.
     # Each round extends the labels that changed in the previous round, using their values from
     # that round (Jacobi style), so a label never holds more than k edges after round k.
     # Float caveat: two products that differ only by rounding can round to the same value after
