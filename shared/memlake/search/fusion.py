@@ -1,0 +1,173 @@
+"""Score fusion for hybrid (BM25 + vector) search: weighted Reciprocal Rank Fusion and helpers.
+
+Reciprocal Rank Fusion (G. V. Cormack, C. L. A. Clarke and S. Buettcher, "Reciprocal Rank
+Fusion outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009) scores a
+document by its ranks alone, never by the retrievers' raw scores, which live on incomparable
+scales (BM25 is unbounded, cosine is in [-1, 1]):
+
+    rrf(d) = sum over retrievers r that returned d of  w_r / (k + rank_r(d))
+
+with 1-based ranks and k = 60 as in the paper; a larger k flattens the difference between the
+top ranks. Unweighted RRF is the case w_r = 1.
+
+Everything here is a pure function over plain values; nothing does I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+DEFAULT_K = 60.0
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class FusedHit:
+    """One fused result. `ranks` maps every retriever name to the 1-based rank at which that
+    retriever returned the id, or None if it did not return it."""
+
+    id: str
+    score: float
+    ranks: dict[str, int | None]
+
+
+def _check_k(k: float) -> None:
+    if not (math.isfinite(k) and k > 0):
+        raise ValueError(f"k must be a finite number > 0, not {k!r}")
+
+
+def _resolve_weights(names: Iterable[str], weights: Mapping[str, float] | None) -> dict[str, float]:
+    """Weight per retriever: 1.0 when not given. Weights for retrievers that are not present
+    are ignored (a retriever may be switched off for one query), but every value is checked."""
+    given: dict[str, float] = {}
+    for name, w in (weights or {}).items():
+        try:
+            value = float(w)
+        except (TypeError, ValueError):
+            value = math.nan
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"weight for {name!r} must be a finite number >= 0, not {w!r}")
+        given[name] = value
+    return {name: given.get(name, 1.0) for name in names}
+
+
+def _sort(hits: Iterable[FusedHit]) -> list[FusedHit]:
+    """Best first; equal scores are ordered by id so results are deterministic."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[str]],
+    *,
+    k: float = DEFAULT_K,
+    weights: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    """Fuse ranked id lists (best first, one per retriever name) with weighted RRF.
+
+    Returns every id that any retriever returned, highest score first, ties broken by id
+    (ascending), cut to `limit` if given. If a retriever lists an id twice, its first (best)
+    position counts; later copies are ignored but still occupy their positions. Scores are summed
+    with math.fsum, so ids with the same ranks under permuted retrievers tie exactly.
+    Raises ValueError if k <= 0, a weight is negative or not finite, or limit < 0.
+    """
+    _check_k(k)
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be >= 0")
+    w = _resolve_weights(rankings.keys(), weights)
+    ranks: dict[str, dict[str, int | None]] = {}
+    for name, ids in rankings.items():
+        for position, doc_id in enumerate(ids, start=1):
+            slot = ranks.setdefault(doc_id, dict.fromkeys(rankings, None))
+            if slot[name] is None:
+                slot[name] = position
+    hits = (
+        FusedHit(
+            doc_id,
+            math.fsum(w[name] / (k + r) for name, r in by_name.items() if r is not None),
+            by_name,
+        )
+        for doc_id, by_name in ranks.items()
+    )
+    fused = _sort(hits)
+    return fused if limit is None else fused[:limit]
+
+
+def max_rrf_score(
+    retrievers: Iterable[str], *, k: float = DEFAULT_K, weights: Mapping[str, float] | None = None
+) -> float:
+    """The best score weighted RRF can give: rank 1 in every retriever, sum(w) / (k + 1)."""
+    _check_k(k)
+    return math.fsum(_resolve_weights(retrievers, weights).values()) / (k + 1.0)
+
+
+def normalise_scores(
+    hits: Sequence[FusedHit],
+    *,
+    k: float = DEFAULT_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedHit]:
+    """Rescale fused scores to 0..1 by dividing by `max_rrf_score` (same k and weights as fusion).
+
+    1.0 means "ranked first by every retriever"; a document found only by one of two equally
+    weighted retrievers can reach at most 0.5. Unlike min-max scaling over the result list,
+    which always gives the top hit 1.0 however weak it is, this is an absolute scale, so one
+    threshold (say 0.3) means the same for every query. Retrievers are read from the hits'
+    `ranks`. Order is kept; an all-zero weight set gives all-zero scores.
+    """
+    if not hits:
+        return []
+    names = list(hits[0].ranks)
+    best = max_rrf_score(names, k=k, weights=weights)
+    if best <= 0.0:
+        return [replace(h, score=0.0) for h in hits]
+    return [replace(h, score=min(1.0, h.score / best)) for h in hits]
+
+
+def recency_boost(
+    score: float,
+    age_seconds: float,
+    *,
+    half_life_days: float = 30.0,
+    weight: float = 0.1,
+) -> float:
+    """Multiplicative recency factor: score * ((1 - weight) + weight * 0.5 ** (age / half_life)).
+
+    A brand-new item keeps its full score; one `half_life_days` old keeps 1 - weight/2; a very
+    old one keeps 1 - weight. Multiplicative rather than additive because it is scale-free (it
+    works the same on raw RRF scores of ~0.03 and on normalised 0..1 scores, where an additive
+    bonus would need retuning) and never lifts an irrelevant (score 0) item, and never raises a
+    score, so normalised scores stay in 0..1. Negative ages (clock skew) count as 0.
+    Raises ValueError unless half_life_days > 0 and 0 <= weight <= 1.
+    """
+    if not (math.isfinite(half_life_days) and half_life_days > 0):
+        raise ValueError("half_life_days must be a finite number > 0")
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError("weight must be in [0, 1]")
+    age_days = max(0.0, age_seconds) / SECONDS_PER_DAY
+    decay = 0.5 ** (age_days / half_life_days)
+    return score * ((1.0 - weight) + weight * decay)
+
+
+def apply_recency(
+    hits: Iterable[FusedHit],
+    age_seconds: Mapping[str, float],
+    *,
+    half_life_days: float = 30.0,
+    weight: float = 0.1,
+) -> list[FusedHit]:
+    """`recency_boost` every hit whose id has an age in `age_seconds` and re-sort (best first,
+    ties by id). Hits without a known age are left unchanged."""
+    return _sort(
+        replace(
+            h,
+            score=recency_boost(
+                h.score, age_seconds[h.id], half_life_days=half_life_days, weight=weight
+            ),
+        )
+        if h.id in age_seconds
+        else h
+        for h in hits
+    )
