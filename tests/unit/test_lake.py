@@ -172,4 +172,9 @@ def test_parquet_is_readable_by_duckdb_as_it_is(tmp_path: Path) -> None:
         WHERE rn = 1 AND NOT _deleted ORDER BY id
         """
     ).fetchall()
-    assert live == [("r0", "content 0"), ("r1", "updated"), ("r3", "content 3"), ("r4", "content 4")]
+    assert live == [
+        ("r0", "content 0"),
+        ("r1", "updated"),
+        ("r3", "content 3"),
+        ("r4", "content 4"),
+    ]

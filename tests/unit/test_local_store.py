@@ -54,7 +54,9 @@ def test_exactly_one_of_many_racing_creators_wins(tmp_path: Path) -> None:
         assert store.get(f"race/{trial}") == str(winners[0]).encode()
 
 
-@pytest.mark.parametrize("key", ["../x", "a/../../x", "/etc/passwd", "a//b", "", "a/./b", "x/.tmp-1"])
+@pytest.mark.parametrize(
+    "key", ["../x", "a/../../x", "/etc/passwd", "a//b", "", "a/./b", "x/.tmp-1"]
+)
 def test_keys_cannot_escape_the_root(tmp_path: Path, key: str) -> None:
     store = LocalStore(tmp_path / "root")
     with pytest.raises(InvalidArgument):
