@@ -33,7 +33,22 @@ from memlake.store.local import LocalStore
 from memlake.tools import add_episode, get_episode
 from memlake.tools.base import Principal, ToolContext
 
-WORDS = "the a we agreed to ship parquet lake memory agent search vector index shard".split()
+WORDS = [
+    "the",
+    "a",
+    "we",
+    "agreed",
+    "to",
+    "ship",
+    "parquet",
+    "lake",
+    "memory",
+    "agent",
+    "search",
+    "vector",
+    "index",
+    "shard",
+]
 
 
 def text(n_words: int = 650) -> str:

@@ -9,8 +9,7 @@ import duckdb
 import pytest
 
 from memlake.errors import Conflict, NotFound
-from memlake.lake import Lake, Transaction
-from memlake.lake import keys
+from memlake.lake import Lake, Transaction, keys
 from memlake.lake.compaction import compact
 from memlake.lake.engine import Hooks
 from memlake.lake.gc import collect_garbage

@@ -62,6 +62,10 @@ def register_table(spec: TableSpec) -> None:
 
 
 def table_spec(name: str) -> TableSpec:
+    if name not in TABLES:
+        from memlake.features import load_features
+
+        load_features()
     try:
         return TABLES[name]
     except KeyError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from memlake.episodes import ON_DELETE, TABLE
+from memlake.features import load_features
 from memlake.lake import Transaction
 from memlake.models import EpisodeId, Input, Output
 from memlake.tools.base import Annotations, ToolContext, ToolSpec
@@ -20,6 +21,8 @@ class DeleteEpisodeOutput(Output):
 
 
 def run(ctx: ToolContext, args: DeleteEpisodeInput) -> DeleteEpisodeOutput:
+    load_features()  # registers every feature's cleanup of rows that point at episodes
+
     def change(txn: Transaction) -> int:
         if not txn.exists(TABLE, args.id):
             return 0

@@ -7,13 +7,13 @@ from typing import Any
 
 from memlake.tools.base import ToolSpec
 
+EPISODE_TOOLS = ("add_episode", "get_episode", "delete_episode", "list_episodes")
+SEARCH_TOOLS: tuple[str, ...] = ()
+MEMORY_LAYER_TOOLS: tuple[str, ...] = ()
+GRAPH_TOOLS: tuple[str, ...] = ()
+
 #: Tool names in listing order. Each is the module memlake.tools.<name> exposing SPEC.
-TOOL_NAMES: tuple[str, ...] = (
-    "add_episode",
-    "get_episode",
-    "delete_episode",
-    "list_episodes",
-)
+TOOL_NAMES: tuple[str, ...] = EPISODE_TOOLS + SEARCH_TOOLS + MEMORY_LAYER_TOOLS + GRAPH_TOOLS
 
 _cache: dict[str, ToolSpec[Any, Any]] = {}
 
