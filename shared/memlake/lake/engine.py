@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from memlake.errors import MemlakeError, NotFound, Unavailable
 from memlake.lake import keys
-from memlake.lake.manifest import Manifest
+from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.schema import DEFAULT_DIM, rows_to_table, table_spec
 from memlake.lake.segments import SegmentCache, write_segment
 from memlake.lake.snapshot import Snapshot
@@ -50,6 +50,25 @@ class Hooks:
     """Fault injection for tests: called after segments are written, before the manifest."""
 
     before_manifest_put: Callable[[str, int], None] | None = None
+
+
+@dataclass(frozen=True)
+class CommitContext:
+    """What a commit hook sees: the snapshot committed onto, the staged changes, and the
+    segment lists the new manifest will hold (staged rows already written as segments)."""
+
+    lake: Lake
+    tenant: str
+    snapshot: Snapshot
+    txn: Transaction
+    tables: dict[str, tuple[SegmentRef, ...]]
+    version: int
+
+
+#: A hook runs inside every commit attempt after the segments are written and before the
+#: manifest is put. It may write derived immutable objects (index shards) and record them in
+#: ctx.txn.extra; raising aborts the attempt (nothing becomes visible).
+CommitHook = Callable[[CommitContext], None]
 
 
 @dataclass
@@ -92,6 +111,7 @@ class Lake:
         self.hooks = hooks or Hooks()
         self._tenants: dict[str, _TenantState] = {}
         self._tenants_lock = threading.Lock()
+        self.commit_hooks: list[CommitHook] = []
 
     def _state(self, tenant: str) -> _TenantState:
         keys.tenant_prefix(tenant)  # validates
@@ -236,6 +256,8 @@ class Lake:
             ref = write_segment(self.store, tenant, name, arrow, spec.stat_columns)
             self.cache.add(ref.key, arrow)
             tables[name] = tables.get(name, ()) + (replace(ref, seq=version),)
+        for hook in self.commit_hooks:
+            hook(CommitContext(self, tenant, snap, txn, tables, version))
         extra = txn.extra if txn.has_changes() else snap.extra
         manifest = snap.manifest.next(tables, extra)
         if self.hooks.before_manifest_put is not None:
