@@ -86,13 +86,15 @@ async def connect(url: str, token: str | None = None, mode: str = "auto") -> Asy
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Call a tool; return structuredContent, asserting the text block carries the same JSON."""
+    """Call a tool: structuredContent (checked against the text block), or on a tool error the
+    {"error": {code, message, hint}} the text block carries."""
     result = await client.call_tool(tool, args)
-    assert result.structured_content is not None, result
-    if not result.is_error:
-        text = result.content[0].text  # type: ignore[union-attr]
-        assert json.loads(text) == result.structured_content
-    return {"is_error": bool(result.is_error), **result.structured_content}
+    text = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    if result.is_error:
+        assert result.structured_content is None and set(text) == {"error"}, result
+        return {"is_error": True, **text}
+    assert result.structured_content == text
+    return {"is_error": False, **result.structured_content}
 
 
 def run(coro: Any) -> Any:

@@ -10,6 +10,8 @@ import base64
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 from memlake import __version__
 from memlake.mcp.errors import error_result, success_result
 from memlake.mcp.protocol import (
@@ -115,8 +117,13 @@ def call_tool(params: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, "tools/call params.arguments must be an object")
     try:
         args = spec.input_model.model_validate(arguments)
+    except ValidationError as exc:  # the caller's arguments: say which and why
+        return error_result(exc, tool=name, request_id=ctx.request_id)
+    try:
         output = spec.run(ctx, args)
         return success_result(output.model_dump(mode="json"))
+    except ValidationError as exc:  # a model built inside the tool: our bug, not the caller's
+        return error_result(RuntimeError(str(exc)), tool=name, request_id=ctx.request_id)
     except Exception as exc:
         return error_result(exc, tool=name, request_id=ctx.request_id)
 

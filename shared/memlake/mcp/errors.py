@@ -41,10 +41,11 @@ def error_result(exc: BaseException, *, tool: str, request_id: str) -> dict[str,
             "hint": "Retry once; if it fails again, report the reference.",
             "retryable": True,
         }
-    text = payload["message"] + (f" Hint: {payload['hint']}" if payload.get("hint") else "")
+    # No structuredContent on errors: it would have to match the tool's outputSchema (clients
+    # such as the Inspector validate it even on errors). The text is the error as JSON, which a
+    # model reads as easily as prose and a program can parse.
     return {
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": {"error": payload},
+        "content": [{"type": "text", "text": json.dumps({"error": payload}, ensure_ascii=False)}],
         "isError": True,
     }
 
