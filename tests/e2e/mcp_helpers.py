@@ -5,12 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -20,43 +15,18 @@ import httpx2
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from .serverproc import free_port, start_server
+
+__all__ = ["call", "connect", "free_port", "run", "serve_in_thread", "serve_subprocess"]
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise RuntimeError(f"server exited early ({proc.returncode}):\n{out}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on {port} after {timeout}s")
 
 
 @contextlib.contextmanager
 def serve_subprocess(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """`memlake serve` in its own process, as a user starts it."""
-    port = free_port()
-    full_env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", **(env or {})}
-    cmd = [sys.executable, "-m", "memlake", "serve", "--port", str(port), "--data", str(data_dir)]
-    proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    """`memlake serve` in its own process, as a user starts it; yields the /mcp URL."""
+    with start_server(data_dir, env) as server:
+        yield server.mcp_url
 
 
 @contextlib.contextmanager
