@@ -40,7 +40,17 @@ class Settings:
     #: API Gateway JWT claim that names the tenant
     tenant_claim: str = "sub"
     compact_min_segments: int = 32
+    #: search embeddings: "minilm" (local numpy model) or "bedrock" (Titan Text Embeddings v2)
+    embedder: str = "minilm"
+    bedrock_model: str = "amazon.titan-embed-text-v2:0"
+    bedrock_dimensions: int = 1024
+    #: where loaded index shards are also kept on disk ("" = memory only; /tmp on Lambda)
+    shard_cache_dir: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def embed_dim(self) -> int:
+        return self.bedrock_dimensions if self.embedder == "bedrock" else 384
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -63,7 +73,21 @@ class Settings:
             tools_page_size=_int("MEMLAKE_TOOLS_PAGE_SIZE", 100),
             tenant_claim=os.environ.get("MEMLAKE_TENANT_CLAIM", "sub"),
             compact_min_segments=_int("MEMLAKE_COMPACT_MIN_SEGMENTS", 32),
+            embedder=_embedder(),
+            bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),
+            bedrock_dimensions=_int("MEMLAKE_BEDROCK_DIMENSIONS", 1024),
+            shard_cache_dir=os.environ.get(
+                "MEMLAKE_SHARD_CACHE_DIR",
+                "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",
+            ),
         )
+
+
+def _embedder() -> str:
+    kind = os.environ.get("MEMLAKE_EMBEDDER", "").strip().lower() or "minilm"
+    if kind not in ("minilm", "bedrock"):
+        raise ConfigurationError(f"MEMLAKE_EMBEDDER must be 'minilm' or 'bedrock', got {kind!r}")
+    return kind
 
 
 @lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ Built once per process and reused across requests (and warm Lambda invocations).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -13,6 +14,10 @@ from memlake.config import Settings, settings
 from memlake.errors import ConfigurationError
 from memlake.lake import Lake
 from memlake.store.base import ObjectStore
+
+#: Features that extend every Lake built here (commit hooks: search indexing) append a
+#: function(lake, settings) at import; build() loads the features, then calls each.
+LAKE_EXTENSIONS: list[Callable[[Lake, Settings], object]] = []
 
 
 def make_store(cfg: Settings) -> ObjectStore:
@@ -37,8 +42,14 @@ class Services:
 
     @classmethod
     def build(cls, cfg: Settings, store: ObjectStore | None = None) -> Services:
+        from memlake.features import load_features
+
         store = store if store is not None else make_store(cfg)
-        return cls(settings=cfg, lake=Lake(store, cache_bytes=cfg.cache_bytes))
+        lake = Lake(store, cache_bytes=cfg.cache_bytes, dim=cfg.embed_dim)
+        load_features()
+        for extend in LAKE_EXTENSIONS:
+            extend(lake, cfg)
+        return cls(settings=cfg, lake=lake)
 
 
 @lru_cache(maxsize=1)

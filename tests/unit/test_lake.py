@@ -166,8 +166,8 @@ def test_parquet_is_readable_by_duckdb_as_it_is(tmp_path: Path) -> None:
     live = con.execute(
         f"""
         SELECT id, content FROM (
-          SELECT *, row_number() OVER (PARTITION BY id ORDER BY filename DESC) AS rn
-          FROM read_parquet({files!r}, filename = true))
+          SELECT *, row_number() OVER (PARTITION BY id ORDER BY _seq DESC) AS rn
+          FROM read_parquet({files!r}))
         WHERE rn = 1 AND NOT _deleted ORDER BY id
         """
     ).fetchall()

@@ -69,6 +69,10 @@ class CommitContext:
 #: manifest is put. It may write derived immutable objects (index shards) and record them in
 #: ctx.txn.extra; raising aborts the attempt (nothing becomes visible).
 CommitHook = Callable[[CommitContext], None]
+#: A prepare hook runs inside every commit attempt before any segment is written: it may stage
+#: derived rows into the transaction (e.g. embeddings of staged episodes) so they commit with
+#: them. It re-runs on a lost race, against the newer snapshot, like the change functions.
+PrepareHook = Callable[[Snapshot, Transaction], None]
 
 
 @dataclass
@@ -112,6 +116,7 @@ class Lake:
         self._tenants: dict[str, _TenantState] = {}
         self._tenants_lock = threading.Lock()
         self.commit_hooks: list[CommitHook] = []
+        self.prepare_hooks: list[PrepareHook] = []
 
     def _state(self, tenant: str) -> _TenantState:
         keys.tenant_prefix(tenant)  # validates
@@ -246,13 +251,17 @@ class Lake:
 
     def _write(self, tenant: str, snap: Snapshot, txn: Transaction) -> Manifest:
         version = snap.version + 1
+        for prepare in self.prepare_hooks:
+            prepare(snap, txn)
         tables = dict(snap.manifest.tables)
         for name in sorted(txn.staged):
             rows = txn.rows_for_segment(name)
             if not rows:
                 continue
             spec = table_spec(name)
-            arrow = rows_to_table(rows, spec.schema(self.dim))
+            # _seq is known per attempt (a retry writes new segments), so every Parquet row
+            # carries its version and readers outside memlake (DuckDB, Athena) can order rows
+            arrow = rows_to_table([{**r, "_seq": version} for r in rows], spec.schema(self.dim))
             ref = write_segment(self.store, tenant, name, arrow, spec.stat_columns)
             self.cache.add(ref.key, arrow)
             tables[name] = tables.get(name, ()) + (replace(ref, seq=version),)

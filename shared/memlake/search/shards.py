@@ -1,0 +1,246 @@
+"""Shard layout in the manifest: which shards exist, what they hold, and how writes reshape them.
+
+The state lives in Manifest.extra["search"] and commits atomically with the episode rows:
+
+    {"format": 1, "model": "all-MiniLM-L6-v2", "dim": 384,
+     "shards": [{"key": "tenants/<t>/search/<id>.npz", "docs": 64, "chunks": 301, "bytes": ...,
+                 "seq": [first, last], "time": [min start us, max end us],
+                 "contexts": [...] or null (too many), "none": true (some docs have no context),
+                 "dead": [episode ids deleted or superseded since the shard was built],
+                 "tier": 0, "tail": true}, ...]}
+
+Shards partition the commit versions: each holds the docs written in a contiguous range of
+commits (`seq`), oldest first, and the last one, the tail, takes new writes. So the shard that
+holds an old version of an episode is the one whose seq range contains that version's commit
+(the episodes table index knows it): updates and deletes mark it dead there without loading
+anything, and search masks dead docs out inside the search.
+
+Layout (log-structured, like an LSM tree): the tail is rebuilt on every write that adds docs
+until it holds TAIL_DOCS; then it is sealed as a tier-0 shard and a new tail starts. When
+FANOUT sealed shards of one tier sit at the end, they merge into one shard of the next tier
+(at most MAX_TIER: 64 -> 512 -> 4,096 episodes). A sealed shard whose dead docs pass
+DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Every rebuild reuses
+stored term frequencies and vectors (nothing is re-embedded).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlake.errors import ConfigurationError
+from memlake.ids import new_id
+from memlake.lake import keys
+from memlake.search.index import Doc, Shard, build
+from memlake.store.base import ObjectStore
+
+if TYPE_CHECKING:
+    from memlake.search.cache import ShardCache
+
+FORMAT = 1
+EXTRA_KEY = "search"
+TAIL_DOCS = 64
+FANOUT = 8
+MAX_TIER = 2
+DEAD_FRACTION = 0.25
+MAX_CONTEXTS = 32
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    key: str
+    docs: int
+    chunks: int
+    bytes: int
+    seq: tuple[int, int]
+    time: tuple[int, int]
+    contexts: tuple[str, ...] | None
+    none: bool
+    dead: tuple[str, ...] = ()
+    tier: int = 0
+    tail: bool = False
+
+    @property
+    def live(self) -> int:
+        return self.docs - len(self.dead)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "docs": self.docs,
+            "chunks": self.chunks,
+            "bytes": self.bytes,
+            "seq": list(self.seq),
+            "time": list(self.time),
+            "contexts": None if self.contexts is None else list(self.contexts),
+            "none": self.none,
+            "dead": list(self.dead),
+            "tier": self.tier,
+            "tail": self.tail,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ShardInfo:
+        ctx = d.get("contexts")
+        return cls(
+            key=d["key"],
+            docs=int(d["docs"]),
+            chunks=int(d["chunks"]),
+            bytes=int(d.get("bytes", 0)),
+            seq=(int(d["seq"][0]), int(d["seq"][1])),
+            time=(int(d["time"][0]), int(d["time"][1])),
+            contexts=None if ctx is None else tuple(ctx),
+            none=bool(d.get("none", False)),
+            dead=tuple(d.get("dead", ())),
+            tier=int(d.get("tier", 0)),
+            tail=bool(d.get("tail", False)),
+        )
+
+    def may_match(self, context: str | None, start_us: int | None, end_us: int | None) -> bool:
+        """False when no doc of this shard can pass the filters (so it is not even loaded)."""
+        if self.live <= 0:
+            return False
+        if start_us is not None and self.time[1] < start_us:
+            return False
+        if end_us is not None and self.time[0] > end_us:
+            return False
+        return context is None or self.contexts is None or context in self.contexts
+
+
+@dataclass(frozen=True)
+class SearchState:
+    model: str
+    dim: int
+    shards: tuple[ShardInfo, ...] = field(default=())
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any]) -> SearchState | None:
+        doc = extra.get(EXTRA_KEY)
+        if not doc:
+            return None
+        if doc.get("format") != FORMAT:
+            raise ConfigurationError(f"unsupported search index format {doc.get('format')!r}")
+        shards = tuple(ShardInfo.from_json(s) for s in doc.get("shards", ()))
+        return cls(model=str(doc["model"]), dim=int(doc["dim"]), shards=shards)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "model": self.model,
+            "dim": self.dim,
+            "shards": [s.to_json() for s in self.shards],
+        }
+
+    def check_model(self, model: str, dim: int) -> None:
+        if (self.model, self.dim) != (model, dim):
+            raise ConfigurationError(
+                f"this memory store's search index holds {self.model} vectors ({self.dim} dims)"
+                f" but the server embeds with {model} ({dim} dims); vectors of different models"
+                " cannot be compared",
+                hint="Set MEMLAKE_EMBEDDER (and MEMLAKE_BEDROCK_DIMENSIONS) back to the model the"
+                " store was built with.",
+            )
+
+    def shard_of_seq(self, seq: int) -> int | None:
+        """Position of the shard whose commit range holds `seq` (None if none does)."""
+        firsts = [s.seq[0] for s in self.shards]
+        pos = bisect.bisect_right(firsts, seq) - 1
+        if pos >= 0 and self.shards[pos].seq[0] <= seq <= self.shards[pos].seq[1]:
+            return pos
+        return None
+
+    def mark_dead(self, ids_by_seq: dict[str, int]) -> SearchState:
+        """Mark old versions (episode id -> commit version it was written in) dead."""
+        shards = list(self.shards)
+        for episode_id, seq in ids_by_seq.items():
+            pos = self.shard_of_seq(seq)
+            if pos is not None and episode_id not in shards[pos].dead:
+                shards[pos] = replace(shards[pos], dead=shards[pos].dead + (episode_id,))
+        return replace(self, shards=tuple(shards))
+
+
+def tier_of(docs: int) -> int:
+    """Size class of a sealed shard: 0 up to TAIL_DOCS, then each tier FANOUT times larger."""
+    tier, size = 0, TAIL_DOCS
+    while docs > size and tier < MAX_TIER:
+        tier, size = tier + 1, size * FANOUT
+    return tier
+
+
+def merge_plan(shards: tuple[ShardInfo, ...]) -> tuple[int, int] | None:
+    """(start, end) of FANOUT sealed shards of one tier (below MAX_TIER) at the end, or None."""
+    sealed = [i for i, s in enumerate(shards) if not s.tail]
+    if len(sealed) < FANOUT:
+        return None
+    run = sealed[-FANOUT:]
+    if run != list(range(run[0], run[0] + FANOUT)):
+        return None
+    tiers = {shards[i].tier for i in run}
+    if len(tiers) != 1 or next(iter(tiers)) >= MAX_TIER:
+        return None
+    return run[0], run[-1] + 1
+
+
+def needs_purge(info: ShardInfo) -> bool:
+    return not info.tail and info.docs > 0 and len(info.dead) / info.docs > DEAD_FRACTION
+
+
+class Layout:
+    """Applies one commit's docs to the shard layout, writing the shards it rebuilds."""
+
+    def __init__(
+        self, cache: ShardCache, store: ObjectStore, tenant: str, version: int, model: str
+    ) -> None:
+        self.cache, self.store, self.tenant = cache, store, tenant
+        self.version, self.model = version, model
+
+    def _load(self, info: ShardInfo) -> tuple[Shard, np.ndarray | None]:
+        shard = self.cache.load_many(self.store, [info.key])[0]
+        keep = ~np.isin(shard.ids, list(info.dead)) if info.dead else None
+        return shard, keep
+
+    def _write(self, parts: list[ShardInfo], docs: list[Doc], *, tail: bool) -> ShardInfo:
+        loaded = [self._load(p) for p in parts]
+        dim = len(docs[0].vectors[0]) if docs else loaded[0][0].dim
+        data = build(docs, model=self.model, dim=dim, parts=loaded)
+        key = keys.object_key(self.tenant, "search", f"{new_id()}.npz")
+        self.store.put(key, data, if_absent=True)
+        shard = Shard.from_bytes(data)
+        self.cache.add(key, shard)
+        seqs = [p.seq for p in parts] + ([(self.version, self.version)] if docs else [])
+        contexts = sorted(shard.contexts)
+        return ShardInfo(
+            key=key,
+            docs=shard.n,
+            chunks=len(shard.vectors),
+            bytes=len(data),
+            seq=(min(s[0] for s in seqs), max(s[1] for s in seqs)),
+            time=(int(shard.t_start.min()), int(shard.t_end.max())) if shard.n else (0, 0),
+            contexts=tuple(contexts) if len(contexts) <= MAX_CONTEXTS else None,
+            none=bool((shard.ctx < 0).any()),
+            tier=0 if tail else tier_of(shard.n),
+            tail=tail,
+        )
+
+    def apply(self, state: SearchState, docs: list[Doc]) -> SearchState:
+        shards = [s for s in state.shards if s.live > 0 or s.tail]
+        if docs:
+            tail = shards[-1] if shards and shards[-1].tail else None
+            if tail is not None and tail.live + len(docs) <= TAIL_DOCS:
+                shards[-1] = self._write([tail], docs, tail=True)
+            else:
+                if tail is not None:
+                    shards[-1] = replace(tail, tail=False, tier=tier_of(tail.docs))
+                shards.append(self._write([], docs, tail=True))
+            while (plan := merge_plan(tuple(shards))) is not None:
+                a, b = plan
+                merged = self._write(shards[a:b], [], tail=False)
+                shards[a:b] = [merged]
+        for i, info in enumerate(shards):
+            if needs_purge(info):
+                shards[i] = self._write([info], [], tail=False)
+        shards = [s for s in shards if s.live > 0]
+        return replace(state, shards=tuple(shards))

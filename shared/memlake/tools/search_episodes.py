@@ -1,0 +1,89 @@
+"""search_episodes: hybrid (BM25 + vector) search over episodes, with time and context filters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from memlake.episodes import EpisodeFields, public_view
+from memlake.models import Context, Output, TimeRange
+from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, hybrid_search
+from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
+
+
+class SearchEpisodesInput(TimeRange):
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="What to look for: a question, a description, or exact terms (names, codes)",
+    )
+    context: Context | None = Field(None, description="Only episodes of this project namespace")
+    limit: int = Field(10, ge=1, le=MAX_LIMIT, description="How many results, 1-50")
+    recency: bool = Field(
+        True, description="Boost recent episodes slightly (at most 10%); false ranks by relevance"
+    )
+
+
+class ScoreBreakdown(Output):
+    bm25_rank: int | None = Field(description="Rank by keywords (BM25), null if not matched")
+    bm25_score: float | None
+    vector_rank: int | None = Field(description="Rank by meaning (embeddings), null if not found")
+    vector_score: float | None = Field(description="Cosine similarity of the best-matching chunk")
+    rrf_score: float = Field(description="Fused rank score, 0..1, before the recency boost")
+    recency: float | None = Field(description="Recency factor applied (0.9..1), null if off")
+    score: float = Field(description="Final score, 0..1")
+
+
+class EpisodeHit(EpisodeFields):
+    id: str
+    content: str = Field(description="The full content")
+    content_truncated: bool
+    summary: str | None
+    context: str | None
+    metadata: dict[str, Any]
+    entity_ids: list[str]
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
+    score: float = Field(description="Relevance, 0..1 (1: ranked first by both retrievers)")
+    breakdown: ScoreBreakdown
+
+
+class SearchEpisodesOutput(Output):
+    episodes: list[EpisodeHit]
+    count: int
+
+
+def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
+    start, end = args.bounds()
+    hits = hybrid_search(
+        ctx,
+        query=args.query,
+        limit=args.limit,
+        context=args.context,
+        start=start,
+        end=end,
+        recency=args.recency,
+    )
+    episodes = [
+        EpisodeHit(**public_view(h.row), score=h.score, breakdown=ScoreBreakdown(**h.breakdown))
+        for h in hits
+    ]
+    return SearchEpisodesOutput(episodes=episodes, count=len(episodes))
+
+
+SPEC = ToolSpec(
+    name="search_episodes",
+    title="Search episodes",
+    description=(
+        "Find episodic memories by meaning and by exact terms (hybrid BM25 + embedding search,"
+        " fused by rank). Filter by project context and by when the episode happened"
+        " (time_start/time_end, ISO 8601). Returns full content, a 0..1 score and a breakdown"
+        " of why each result ranked."
+    ),
+    input_model=SearchEpisodesInput,
+    output_model=SearchEpisodesOutput,
+    annotations=READ_ONLY,
+    run=run,
+)

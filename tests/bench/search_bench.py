@@ -1,0 +1,239 @@
+"""Search latency at 1k / 10k / 100k episodes on the local lake, and LanceDB on the same data.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python tests/bench/search_bench.py \
+        [--sizes 1000 10000 100000] [--queries 200] [--chunks 1]
+
+Corpus (synthetic, deterministic): each episode is ~90 words drawn from a Zipf-distributed
+5,000-word vocabulary plus a unique tag word, stored through the lake's commit hooks in commits
+of 64 episodes (the tail size), compacted as the server's maintenance would. Vectors are NOT
+computed per episode (100k MiniLM embeddings would take hours): 400 distinct texts are embedded
+with MiniLM and each episode gets one of them plus Gaussian noise (sigma 0.02 per dimension),
+re-normalised; --chunks N gives every episode N such vectors (real sessions have 5-10).
+Queries: 200 texts of 3-6 words from the same vocabulary; their MiniLM vectors are computed once.
+
+Per size it reports: warm search p50/p95 through hybrid_search (query embedding included), the
+same with the query vector given ("exact hybrid"), cold search (a fresh Lake and caches on the
+same store, so manifest + shards are fetched) with its shard bytes and requests, add_episode
+p50 with embedding (a 175-word synthetic episode, ~500 word pieces: 9 chunks of 64 tokens) and
+the shard rebuild, and LanceDB 0.40's exact hybrid search (flat vector scan + its FTS index +
+RRF) over the same rows, vectors and queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memlake.config import Settings  # noqa: E402
+from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
+from memlake.ids import new_id  # noqa: E402
+from memlake.lake import Lake, Transaction  # noqa: E402
+from memlake.lake.compaction import compact  # noqa: E402
+from memlake.search import indexing  # noqa: E402
+from memlake.search.indexing import Embedded, install  # noqa: E402
+from memlake.search.query import SearchParams, hybrid_search, search  # noqa: E402
+from memlake.store.counting import CountingStore  # noqa: E402
+from memlake.store.local import LocalStore  # noqa: E402
+from memlake.tools import add_episode  # noqa: E402
+from memlake.tools.base import Principal, ToolContext  # noqa: E402
+
+TENANT = "bench"
+rng = np.random.default_rng(11)
+VOCAB = [f"w{i}" for i in range(5000)]
+ZIPF = 1.0 / np.arange(1, len(VOCAB) + 1) ** 1.07
+ZIPF /= ZIPF.sum()
+_REAL = (
+    "meeting budget travel dinner garden project deadline puppy doctor invoice train hotel"
+    " recipe guitar laptop router marathon vendor rollout migration backup family weekend"
+)
+REAL_WORDS = _REAL.split()
+
+
+def words(n: int) -> str:
+    picks = rng.choice(len(VOCAB), size=n, p=ZIPF)
+    real = rng.choice(REAL_WORDS, size=n // 6)
+    return " ".join([VOCAB[i] for i in picks] + list(real))
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+class Corpus:
+    def __init__(self, n: int, chunks: int, embedder: MiniLMEmbedder) -> None:
+        base = embedder.embed([words(40) for _ in range(400)])
+        self.texts = [f"{words(90)} tag{i}" for i in range(n)]
+        self.vectors = []
+        for _ in range(n):
+            v = base[rng.integers(0, len(base), size=chunks)] + rng.normal(0, 0.02, (chunks, 384))
+            self.vectors.append((v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32))
+        self.queries = [words(int(rng.integers(3, 7))) for _ in range(200)]
+        self.query_vectors = embedder.embed(self.queries)
+
+
+def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
+    t0 = time.perf_counter()
+    for start in range(0, len(corpus.texts), 64):
+        rows = []
+        for i in range(start, min(start + 64, len(corpus.texts))):
+            row = {"id": new_id(), "content": corpus.texts[i], "context": f"c{i % 4}"}
+            row["created_at"] = row["started_at"] = time_of(i)
+            vecs = corpus.vectors[i]
+            svc._remember(Embedded(svc.content_hash(row), [0] * len(vecs), [0] * len(vecs), vecs))
+            rows.append(row)
+
+        def change(txn: Transaction, rows: list[dict[str, Any]] = rows) -> None:
+            for r in rows:
+                txn.put("episodes", r)
+
+        lake.commit(TENANT, change)
+        if (start // 64) % 64 == 63:
+            compact(lake, TENANT, min_segments=16)
+    compact(lake, TENANT, min_segments=2)
+    print(f"  filled {len(corpus.texts)} in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def time_of(i: int) -> Any:
+    from datetime import UTC, datetime, timedelta
+
+    return datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=7 * i)
+
+
+def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> dict[str, Any]:
+    print(f"size {n}", flush=True)
+    corpus = Corpus(n, chunks, embedder)
+    root = Path(tempfile.mkdtemp(prefix=f"memlake-search-{n}-"))
+    settings = Settings(data_dir=root)
+    store = CountingStore(LocalStore(root))
+    lake = Lake(store)
+    svc = install(lake, settings, embedder=embedder)
+    indexing.EMBED_CACHE = n + 1000
+    fill(lake, svc, corpus)
+    ctx = ToolContext(Principal(TENANT), lake, settings)
+    out: dict[str, Any] = {"episodes": n, "vectors/ep": chunks}
+    shards = lake.snapshot(TENANT).extra["search"]["shards"]
+    out["shards"] = len(shards)
+
+    qs = list(range(queries))
+    for i in qs[:20]:  # warm the caches (shards, snapshot index, faiss)
+        hybrid_search(ctx, query=corpus.queries[i], limit=10)
+    warm, exact = [], []
+    for i in qs:
+        t0 = time.perf_counter()
+        hybrid_search(ctx, query=corpus.queries[i % 200], limit=10)
+        warm.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        search(
+            ctx,
+            query=corpus.queries[i % 200],
+            limit=10,
+            recency=False,
+            query_vector=corpus.query_vectors[i % 200],
+            params=SearchParams(),
+        )
+        exact.append((time.perf_counter() - t0) * 1000)
+    out["warm_p50_ms"] = round(statistics.median(warm), 1)
+    out["warm_p95_ms"] = round(pct(warm, 95), 1)
+    out["exact_qvec_p50_ms"] = round(statistics.median(exact), 2)
+    store.reset()
+    hybrid_search(ctx, query=corpus.queries[0], limit=10)
+    out["warm_requests"] = sum(store.counts.values())
+
+    cold, cold_bytes, cold_requests = [], [], []
+    for i in range(5):
+        cstore = CountingStore(LocalStore(root))
+        clake = Lake(cstore)
+        csvc = install(clake, settings, embedder=embedder)
+        cctx = ToolContext(Principal(TENANT), clake, settings)
+        t0 = time.perf_counter()
+        hybrid_search(cctx, query=corpus.queries[i], limit=10)
+        cold.append((time.perf_counter() - t0) * 1000)
+        cold_bytes.append(csvc.shards.last.bytes)
+        cold_requests.append(sum(cstore.counts.values()))
+    out["cold_p50_ms"] = round(statistics.median(cold), 0)
+    out["cold_max_ms"] = round(max(cold), 0)
+    out["cold_shard_MB"] = round(statistics.median(cold_bytes) / 1e6, 1)
+    out["cold_requests"] = statistics.median(cold_requests)
+
+    adds, writes = [], []
+    for _ in range(30):
+        args = add_episode.AddEpisodeInput(content=words(150), context="c0")
+        store.reset()
+        t0 = time.perf_counter()
+        add_episode.run(ctx, args)
+        adds.append((time.perf_counter() - t0) * 1000)
+        writes.append(store.writes)
+    out["add_p50_ms"] = round(statistics.median(adds), 0)
+    out["add_p95_ms"] = round(pct(adds, 95), 0)
+    out["add_writes_p50"] = statistics.median(writes)
+    out.update(lance(corpus, queries, out["exact_qvec_p50_ms"]))
+    shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def lance(corpus: Corpus, queries: int, ours_ms: float) -> dict[str, Any]:
+    try:
+        import lancedb
+        import pyarrow as pa
+    except ImportError:
+        print("  lancedb is not installed: skipping the comparison (pip install lancedb)")
+        return {}
+    root = tempfile.mkdtemp(prefix="lance-")
+    db = lancedb.connect(root)
+    rows = [(t, v) for t, vs in zip(corpus.texts, corpus.vectors, strict=True) for v in vs]
+    table = pa.table(
+        {
+            "id": pa.array([str(i) for i in range(len(rows))]),
+            "text": pa.array([t for t, _ in rows]),
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.concatenate([v for _, v in rows]).reshape(-1)), 384
+            ),
+        }
+    )
+    tbl = db.create_table("episodes", table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_fts_index is deprecated in favour of FTS()
+        tbl.create_fts_index("text")
+    times = []
+    for i in range(queries):
+        q = tbl.search(query_type="hybrid").vector(corpus.query_vectors[i % 200])
+        q = q.text(corpus.queries[i % 200]).limit(10)
+        t0 = time.perf_counter()
+        q.to_arrow()
+        times.append((time.perf_counter() - t0) * 1000)
+    shutil.rmtree(root, ignore_errors=True)
+    p50 = statistics.median(times[5:])
+    return {"lancedb_hybrid_p50_ms": round(p50, 1), "ratio_ours/lancedb": round(ours_ms / p50, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--chunks", type=int, default=1)
+    args = parser.parse_args()
+    random.seed(7)
+    embedder = MiniLMEmbedder.shared()
+    rows = [bench_size(n, args.chunks, args.queries, embedder) for n in args.sizes]
+    cols = list(dict.fromkeys(c for r in rows for c in r))
+    print(" | ".join(cols))
+    for row in rows:
+        print(" | ".join(str(row.get(c, "")) for c in cols))
+
+
+if __name__ == "__main__":
+    main()
