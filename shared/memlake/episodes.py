@@ -9,11 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import Field
 
 from memlake.errors import NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
-from memlake.models import PREVIEW_CHARS
+from memlake.models import PREVIEW_CHARS, Output
 from memlake.timeutil import iso
 
 TABLE = "episodes"
@@ -41,7 +42,45 @@ def public_view(row: dict[str, Any], *, full_content: bool = True) -> dict[str, 
         "created_at": iso(row.get("created_at")),
         "started_at": iso(row.get("started_at")),
         "ended_at": iso(row.get("ended_at")),
+        **layer_view(row),
     }
+
+
+def layer_view(row: dict[str, Any]) -> dict[str, Any]:
+    """The ADR-007 fields of an episode (memory layers); EpisodeFields is their output model."""
+    return {
+        "title": row.get("title"),
+        "tags": list(row.get("tags") or []),
+        "updated_at": iso(row.get("updated_at")),
+        "timezone": row.get("timezone"),
+        "platform": row.get("platform"),
+        "client": row.get("client"),
+        "model": row.get("model"),
+        "voice_mode": row.get("voice_mode"),
+        "input_modalities": list(row.get("input_modalities") or []),
+        "output_modalities": list(row.get("output_modalities") or []),
+        "qualities": json.loads(row["qualities"]) if row.get("qualities") else {},
+        "source_thread_id": row.get("source_thread_id"),
+        "revision": row.get("revision") or 1,
+    }
+
+
+class EpisodeFields(Output):
+    """Output fields for layer_view's keys: models built from public_view() inherit this."""
+
+    title: str | None = Field(None, description="Human-readable title (ADR-007 source_title)")
+    tags: list[str] = Field(default_factory=list)
+    updated_at: str | None = None
+    timezone: str | None = None
+    platform: str | None = Field(None, description="Where it happened, e.g. 'claude'")
+    client: str | None = None
+    model: str | None = None
+    voice_mode: bool | None = None
+    input_modalities: list[str] = Field(default_factory=list)
+    output_modalities: list[str] = Field(default_factory=list)
+    qualities: dict[str, Any] = Field(default_factory=dict)
+    source_thread_id: str | None = Field(None, description="The thread it was derived from")
+    revision: int = Field(1, description="1 when created, +1 per upsert_episode update")
 
 
 def occurred_bounds(table: pa.Table) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:

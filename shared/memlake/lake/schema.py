@@ -34,6 +34,18 @@ def _episodes(dim: int) -> pa.Schema:
             pa.field("updated_at", TS),
             pa.field("started_at", TS),
             pa.field("ended_at", TS),
+            # ADR-007 episode model (memory layers; docs/decisions/0501-0503)
+            pa.field("timezone", pa.string()),
+            pa.field("platform", pa.string()),
+            pa.field("client", pa.string()),
+            pa.field("model", pa.string()),
+            pa.field("voice_mode", pa.bool_()),
+            pa.field("input_modalities", pa.list_(pa.string())),
+            pa.field("output_modalities", pa.list_(pa.string())),
+            pa.field("qualities", pa.string()),  # JSON object text
+            pa.field("source_thread_id", pa.string()),
+            pa.field("revision", pa.int64()),  # 1 for the first version, +1 per upsert
+            pa.field("previous_version", pa.int64()),  # manifest version of the prior revision
             pa.field("embedding", pa.list_(pa.float32(), dim)),
             *SYSTEM_FIELDS,
         ]

@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from memlake.episodes import TABLE, public_view
+from memlake.episodes import TABLE, EpisodeFields, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
+from memlake.layers.links import link_extracted
 from memlake.models import (
     MAX_ENTITY_IDS,
     MAX_SUMMARY_CHARS,
@@ -22,6 +23,7 @@ from memlake.models import (
     check_metadata,
     time_field,
 )
+from memlake.search.indexing import embed_ahead
 from memlake.timeutil import now
 from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
@@ -69,7 +71,7 @@ class EntityLinkFailure(Output):
     reason: str
 
 
-class AddEpisodeOutput(Output):
+class AddEpisodeOutput(EpisodeFields):
     id: str
     content: str = Field(description="The content, cut to 500 characters")
     content_truncated: bool
@@ -109,13 +111,11 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
 
     def change(txn: Transaction) -> list[EntityLinkFailure]:
         txn.put(TABLE, row)
-        # Concepts arrive with the memory-layers feature; until a concept exists, a link fails.
-        return [
-            EntityLinkFailure(entity_id=e, reason="no concept with this id")
-            for e in entity_ids
-            if not _concept_exists(txn, e)
-        ]
+        # seed 000's extracted_from: each existing concept is linked at its position (1.0)
+        missing = link_extracted(txn, episode_id, entity_ids)
+        return [EntityLinkFailure(entity_id=e, reason="no concept with this id") for e in missing]
 
+    embed_ahead(ctx.lake, row)  # vectors computed outside the commit lock (search indexing)
     failures = ctx.lake.commit(ctx.tenant, change)
     view = public_view(row, full_content=False)
     return AddEpisodeOutput(
@@ -123,12 +123,6 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
         linked_entities=len(entity_ids) - len(failures),
         failed_entity_ids=failures,
     )
-
-
-def _concept_exists(txn: Transaction, concept_id: str) -> bool:
-    from memlake.lake.schema import TABLES
-
-    return "concepts" in TABLES and txn.exists("concepts", concept_id)
 
 
 SPEC = ToolSpec(

@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from memlake.episodes import TABLE, not_found, public_view
-from memlake.models import EpisodeId, Input, Output
+from memlake.episodes import TABLE, EpisodeFields, not_found, public_view
+from memlake.layers.links import linked_concepts, links_of_episode
+from memlake.models import EpisodeId, Input
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -16,7 +17,7 @@ class GetEpisodeInput(Input):
     include_entities: bool = Field(False, description="Also return the linked concepts")
 
 
-class GetEpisodeOutput(Output):
+class GetEpisodeOutput(EpisodeFields):
     id: str
     content: str
     content_truncated: bool
@@ -27,8 +28,11 @@ class GetEpisodeOutput(Output):
     created_at: str
     started_at: str | None
     ended_at: str | None
+    concept_ids: list[str] = Field(
+        default_factory=list, description="Concepts linked to this episode now"
+    )
     entities: list[dict[str, Any]] | None = Field(
-        None, description="Linked concepts, when include_entities is true"
+        None, description="Linked concepts, with position and confidence, when include_entities"
     )
 
 
@@ -37,9 +41,10 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
     row = snap.table(TABLE).get(args.id)
     if row is None:
         raise not_found(args.id)
-    out = GetEpisodeOutput(**public_view(row))
+    concept_ids = [lk["concept_id"] for lk in links_of_episode(snap, args.id)]
+    out = GetEpisodeOutput(**public_view(row), concept_ids=concept_ids)
     if args.include_entities:
-        out.entities = []
+        out.entities = linked_concepts(snap, args.id)
     return out
 
 

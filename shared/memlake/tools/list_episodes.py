@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from memlake.episodes import filtered, occurred_bounds, public_view
+from memlake.episodes import EpisodeFields, filtered, occurred_bounds, public_view
 from memlake.errors import InvalidArgument
 from memlake.models import Context, Output, TimeRange
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
@@ -23,7 +23,7 @@ class ListEpisodesInput(TimeRange):
     cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
 
 
-class EpisodeSummary(Output):
+class EpisodeSummary(EpisodeFields):
     id: str
     content: str
     content_truncated: bool

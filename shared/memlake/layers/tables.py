@@ -1,0 +1,206 @@
+"""The memory-layer tables, reading helpers over snapshot + staged rows, and the delete cleanup.
+
+This is the feature module named in memlake.features: importing it registers the tables
+(threads, thread_messages, concepts, concept_links) and the episode-delete cleanup that removes
+an episode's concept links and unbinds its source thread in delete_episode's transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from memlake import episodes
+from memlake.errors import InvalidArgument
+from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
+from memlake.lake.snapshot import Snapshot, TableView
+from memlake.lake.txn import Transaction
+from memlake.layers.scan import scan
+from memlake.timeutil import now
+
+THREADS = "threads"
+MESSAGES = "thread_messages"
+CONCEPTS = "concepts"
+LINKS = "concept_links"
+
+
+def _threads(_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("title", pa.string()),
+            pa.field("context", pa.string()),
+            pa.field("processing_status", pa.string()),  # pending | processing | completed
+            pa.field("claimed_by", pa.string()),  # token id of the claimer
+            pa.field("claimed_at", TS),
+            pa.field("episode_id", pa.string()),
+            pa.field("message_count", pa.int64()),
+            pa.field("created_at", TS),
+            pa.field("updated_at", TS),
+            pa.field("status_changed_at", TS),
+            *SYSTEM_FIELDS,
+        ]
+    )
+
+
+def _messages(_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),  # message_id(thread_id, seq)
+            pa.field("thread_id", pa.string()),
+            pa.field("seq", pa.int64()),
+            pa.field("role", pa.string()),
+            pa.field("content", pa.string()),
+            pa.field("at", TS),
+            *SYSTEM_FIELDS,
+        ]
+    )
+
+
+def _concepts(_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("name", pa.string()),
+            pa.field("kind", pa.string()),
+            pa.field("description", pa.string()),
+            pa.field("parent_id", pa.string()),
+            pa.field("created_at", TS),
+            pa.field("updated_at", TS),
+            *SYSTEM_FIELDS,
+        ]
+    )
+
+
+def _links(_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),  # link_id(concept_id, episode_id)
+            pa.field("concept_id", pa.string()),
+            pa.field("episode_id", pa.string()),
+            pa.field("position", pa.int64()),
+            pa.field("confidence", pa.float64()),
+            pa.field("created_at", TS),
+            *SYSTEM_FIELDS,
+        ]
+    )
+
+
+register_table(TableSpec(THREADS, _threads, ("created_at",)))
+register_table(TableSpec(MESSAGES, _messages))
+register_table(TableSpec(CONCEPTS, _concepts))
+register_table(TableSpec(LINKS, _links))
+
+
+def link_id(concept_id: str, episode_id: str) -> str:
+    """A link's id is derived from its pair (160 bits of SHA-256), so linking twice finds the
+    same row; like every row id it matches ids.ID_PATTERN (export/import checks that)."""
+    return hashlib.sha256(f"{concept_id}\n{episode_id}".encode()).hexdigest()[:40]
+
+
+def message_id(thread_id: str, seq: int) -> str:
+    """Thread ids are generated (26 characters), so this stays within ids.ID_PATTERN."""
+    return f"{thread_id}-{seq:06d}"
+
+
+# reading ---------------------------------------------------------------------------------
+def where(
+    source: Snapshot | Transaction, table: str, column: str, values: Iterable[str]
+) -> list[dict[str, Any]]:
+    """Live rows whose `column` is one of `values`; through a transaction, its staged rows win."""
+    wanted = list(dict.fromkeys(values))
+    if not wanted:
+        return []
+    snap = source.snapshot if isinstance(source, Transaction) else source
+    found = scan(snap.table(table), column, wanted)
+    if isinstance(source, Transaction):
+        wanted_set = set(wanted)
+        for rid, row in source.staged_rows(table):
+            found.pop(rid, None)
+            if row is not None and row.get(column) in wanted_set:
+                found[rid] = row
+    return list(found.values())
+
+
+def get_row(txn: Transaction, table: str, row_id: str) -> dict[str, Any] | None:
+    """txn.get without the table's id index (a scan; see memlake.layers.scan)."""
+    for rid, row in txn.staged_rows(table):
+        if rid == row_id:
+            return None if row is None else dict(row)
+    return scan(txn.snapshot.table(table), "id", [row_id]).get(row_id)
+
+
+def get_many(
+    view: TableView, ids: Iterable[str], columns: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Rows by id in the order asked (missing ids skipped), one Arrow take per segment;
+    `columns` limits what is read into Python (e.g. no episode content)."""
+    wanted = [(rid, view.index.get(rid)) for rid in ids]
+    by_segment: dict[int, list[int]] = {}
+    for _rid, loc in wanted:
+        if loc is not None and not loc[3]:
+            by_segment.setdefault(loc[1], []).append(loc[2])
+    rows: dict[tuple[int, int], dict[str, Any]] = {}
+    for pos, row_numbers in by_segment.items():
+        segment = view.segment_table(pos)
+        if columns is not None:
+            segment = segment.select(columns)
+        taken = segment.take(pa.array(row_numbers, pa.int64())).to_pylist()
+        for number, row in zip(row_numbers, taken, strict=True):
+            row.pop("_deleted", None)
+            row.pop("_seq", None)
+            rows[(pos, number)] = row
+    return [rows[(loc[1], loc[2])] for _rid, loc in wanted if loc is not None and not loc[3]]
+
+
+def commit_version(txn: Transaction) -> int:
+    """The manifest version this attempt commits as: the engine writes snapshot.version + 1 and
+    re-runs change functions on a lost race, so the value is right for the attempt that lands."""
+    return txn.snapshot.version + 1
+
+
+# cursors ---------------------------------------------------------------------------------
+def fingerprint(*filters: Any) -> str:
+    raw = json.dumps(filters, sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def encode_cursor(position: list[Any], fp: str) -> str:
+    raw = json.dumps([position, fp]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, fp: str, size: int) -> list[Any]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        position, got_fp = json.loads(raw)
+        if not isinstance(position, list) or len(position) != size:
+            raise ValueError
+    except (ValueError, TypeError):
+        raise InvalidArgument(
+            "cursor is not valid", hint="Pass next_cursor exactly as a previous call returned it."
+        ) from None
+    if got_fp != fp:
+        raise InvalidArgument(
+            "cursor belongs to a listing with other filters",
+            hint="Keep the filters the same while paging, or drop cursor to start over.",
+        )
+    return position
+
+
+# episode-delete cleanup --------------------------------------------------------------------
+def on_episode_deleted(txn: Transaction, episode_id: str) -> None:
+    """Remove the episode's concept links and unbind its source thread, in the same commit."""
+    for link in where(txn, LINKS, "episode_id", [episode_id]):
+        txn.delete(LINKS, link["id"])
+    for thread in where(txn, THREADS, "episode_id", [episode_id]):
+        txn.put(THREADS, {**thread, "episode_id": None, "updated_at": now()})
+
+
+if on_episode_deleted not in episodes.ON_DELETE:
+    episodes.ON_DELETE.append(on_episode_deleted)

@@ -1,0 +1,70 @@
+"""find_concepts: concepts by name/description text, kind, parent or episode."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import Field
+
+from memlake.layers import concepts, links
+from memlake.layers.fields import ConceptId, ConceptKind, ConceptQuery
+from memlake.layers.models import ConceptView
+from memlake.layers.tables import LINKS, fingerprint, where
+from memlake.models import EpisodeId, Input, Output
+from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
+
+
+class FindConceptsInput(Input):
+    query: ConceptQuery | None = None
+    kind: ConceptKind | None = Field(None, description="Only concepts of this kind")
+    parent_id: ConceptId | None = Field(None, description="Only direct children of this concept")
+    episode_id: EpisodeId | None = Field(None, description="Only concepts linked to this episode")
+    limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
+    cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
+
+
+class ConceptSummary(ConceptView):
+    episode_count: int
+
+
+class FindConceptsOutput(Output):
+    concepts: list[ConceptSummary]
+    count: int
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+
+
+def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
+    snap = ctx.lake.snapshot(ctx.tenant)
+    fp = fingerprint("concepts", args.query, args.kind, args.parent_id, args.episode_id)
+    linked = None
+    if args.episode_id is not None:
+        linked = [lk["concept_id"] for lk in links.links_of_episode(snap, args.episode_id)]
+    page, next_cursor = concepts.find_page(
+        snap,
+        query=args.query,
+        kind=args.kind,
+        parent_id=args.parent_id,
+        concept_ids=linked,
+        limit=args.limit,
+        cursor=args.cursor,
+        fp=fp,
+    )
+    counts = Counter(
+        lk["concept_id"] for lk in where(snap, LINKS, "concept_id", [r["id"] for r in page])
+    )
+    found = [ConceptSummary(**concepts.view(r), episode_count=counts[r["id"]]) for r in page]
+    return FindConceptsOutput(concepts=found, count=len(found), next_cursor=next_cursor)
+
+
+SPEC = ToolSpec(
+    name="find_concepts",
+    title="Find concepts",
+    description=(
+        "List concepts by name (A-Z), optionally matching text in name or description, of one"
+        " kind, under one parent, or linked to one episode; page with next_cursor."
+    ),
+    input_model=FindConceptsInput,
+    output_model=FindConceptsOutput,
+    annotations=READ_ONLY,
+    run=run,
+)

@@ -1,0 +1,145 @@
+"""find_episodes: list episodes with ADR-007 filters, or search them when a query is given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from memlake.episodes import public_view
+from memlake.errors import InvalidArgument
+from memlake.layers import find, links
+from memlake.layers.fields import (
+    MAX_TAGS,
+    ConceptId,
+    Platform,
+    SearchQuery,
+    Tag,
+    ThreadId,
+    unique,
+)
+from memlake.layers.models import LayerEpisode
+from memlake.layers.tables import fingerprint
+from memlake.models import Context, Output, TimeRange
+from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
+from memlake.tools.search_episodes import ScoreBreakdown
+
+MAX_SEARCH_RESULTS = 50
+
+
+class FindEpisodesInput(TimeRange):
+    query: SearchQuery | None = Field(None, description="Search text; omit to list newest first")
+    context: Context | None = Field(None, description="Only episodes of this project namespace")
+    platform: Platform | None = Field(None, description="Only episodes from this platform")
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Must have all tags")
+    thread_id: ThreadId | None = Field(None, description="Only the episode of this thread")
+    concept_id: ConceptId | None = Field(None, description="Only episodes linked to it")
+    limit: int = Field(20, ge=1, le=100, description="1-100 when listing, 1-50 with a query")
+    cursor: str | None = Field(None, max_length=512, description="next_cursor (listing only)")
+    recency: bool = Field(True, description="With a query: boost recent episodes slightly")
+
+
+class FoundEpisode(LayerEpisode):
+    score: float | None = Field(None, description="Search relevance 0..1 (query only)")
+    breakdown: ScoreBreakdown | None = Field(None, description="Why it ranked (query only)")
+
+
+class FindEpisodesOutput(Output):
+    mode: str = Field(description="list (filters, newest first) or search (by relevance)")
+    episodes: list[FoundEpisode]
+    count: int
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+
+
+def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
+    start, end = args.bounds()
+    tags = unique(args.tags)
+    snap = ctx.lake.snapshot(ctx.tenant)
+    table = find.filter_episodes(
+        snap,
+        context=args.context,
+        start=start,
+        end=end,
+        platform=args.platform,
+        tags=tags,
+        thread_id=args.thread_id,
+        concept_id=args.concept_id,
+    )
+    if args.query is None:
+        fp = fingerprint(
+            "episodes",
+            args.context,
+            args.time_start,
+            args.time_end,
+            args.platform,
+            tags,
+            args.thread_id,
+            args.concept_id,
+        )
+        page, next_cursor = find.newest_first(table, limit=args.limit, cursor=args.cursor, fp=fp)
+        scored: list[tuple[dict[str, Any], float | None, ScoreBreakdown | None]] = [
+            (row, None, None) for row in page
+        ]
+        mode = "list"
+    else:
+        scored, next_cursor, mode = _search(ctx, args, table, start, end), None, "search"
+    concept_ids = links.concept_ids_by_episode(snap, [row["id"] for row, _, _ in scored])
+    found = [
+        FoundEpisode(
+            **public_view(row, full_content=False),
+            concept_ids=concept_ids.get(row["id"], []),
+            score=score,
+            breakdown=breakdown,
+        )
+        for row, score, breakdown in scored
+    ]
+    return FindEpisodesOutput(mode=mode, episodes=found, count=len(found), next_cursor=next_cursor)
+
+
+def _search(
+    ctx: ToolContext, args: FindEpisodesInput, table: Any, start: Any, end: Any
+) -> list[tuple[dict[str, Any], float | None, ScoreBreakdown | None]]:
+    if args.cursor is not None:
+        raise InvalidArgument(
+            "cursor pages listings only", hint="Drop cursor, or raise limit (up to 50)."
+        )
+    if args.limit > MAX_SEARCH_RESULTS:
+        raise InvalidArgument(
+            f"limit is {args.limit}; with a query it is at most {MAX_SEARCH_RESULTS}",
+            hint="Lower limit, or narrow the search with filters.",
+        )
+    from memlake.search.query import hybrid_search  # faiss, bm25s: loaded on first search
+
+    narrowed = any(
+        v is not None for v in (args.platform, args.tags or None, args.thread_id, args.concept_id)
+    )
+    allowed = set(table.column("id").to_pylist()) if narrowed else None
+    if allowed is not None and not allowed:
+        return []
+    hits = hybrid_search(
+        ctx,
+        query=args.query or "",
+        limit=args.limit,
+        context=args.context,
+        start=start,
+        end=end,
+        recency=args.recency,
+        allowed_ids=allowed,
+    )
+    return [(h.row, float(h.score), ScoreBreakdown(**h.breakdown)) for h in hits]
+
+
+SPEC = ToolSpec(
+    name="find_episodes",
+    title="Find episodes",
+    description=(
+        "Find episodes (ADR-007). Without query: list newest first, filtered by context, time"
+        " range, platform, tags (all must match), thread or concept; page with next_cursor."
+        " With query: hybrid search (BM25 + vectors, fused) over title, events and tags within"
+        " the same filters, best first, with a score 0..1 and its breakdown."
+    ),
+    input_model=FindEpisodesInput,
+    output_model=FindEpisodesOutput,
+    annotations=READ_ONLY,
+    run=run,
+)

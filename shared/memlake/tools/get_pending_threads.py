@@ -1,0 +1,46 @@
+"""get_pending_threads: threads awaiting processing, oldest first."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memlake.layers import threads
+from memlake.layers.models import ThreadView
+from memlake.models import Context, Input, Output
+from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
+
+
+class GetPendingThreadsInput(Input):
+    context: Context | None = Field(None, description="Only threads of this project namespace")
+    limit: int = Field(10, ge=1, le=100, description="Page size, 1-100")
+    cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
+
+
+class GetPendingThreadsOutput(Output):
+    threads: list[ThreadView]
+    count: int
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+
+
+def run(ctx: ToolContext, args: GetPendingThreadsInput) -> GetPendingThreadsOutput:
+    snap = ctx.lake.snapshot(ctx.tenant)
+    page, next_cursor = threads.pending_page(
+        snap, context=args.context, limit=args.limit, cursor=args.cursor
+    )
+    out = [ThreadView(**threads.view(r)) for r in page]
+    return GetPendingThreadsOutput(threads=out, count=len(out), next_cursor=next_cursor)
+
+
+SPEC = ToolSpec(
+    name="get_pending_threads",
+    title="Get pending threads",
+    description=(
+        "List threads awaiting processing (status pending), oldest first. Claim one with"
+        " mark_thread_status(status='processing'); if another agent was faster you get a"
+        " conflict error: take the next thread."
+    ),
+    input_model=GetPendingThreadsInput,
+    output_model=GetPendingThreadsOutput,
+    annotations=READ_ONLY,
+    run=run,
+)

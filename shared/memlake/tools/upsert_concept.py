@@ -1,0 +1,56 @@
+"""upsert_concept: create or update a concept (name, kind, description, parent)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from memlake.ids import new_id
+from memlake.lake import Transaction
+from memlake.layers import concepts
+from memlake.layers.fields import MAX_DESCRIPTION_CHARS, ConceptId, ConceptKind, ConceptName
+from memlake.layers.models import ConceptView
+from memlake.models import Input, Output
+from memlake.timeutil import now
+from memlake.tools.base import Annotations, ToolContext, ToolSpec
+
+
+class UpsertConceptInput(Input):
+    id: ConceptId | None = Field(None, description="Concept to update; omit to create one")
+    name: ConceptName | None = Field(None, description="Name (required to create)")
+    kind: ConceptKind | None = None
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
+    parent_id: ConceptId | None = Field(
+        None, description="Parent concept (hierarchy); null makes it top-level"
+    )
+
+
+class UpsertConceptOutput(Output):
+    concept: ConceptView
+    created: bool
+
+
+def run(ctx: ToolContext, args: UpsertConceptInput) -> UpsertConceptOutput:
+    concept_id = args.id or new_id()
+    given = {k: getattr(args, k) for k in args.model_fields_set - {"id"}}
+    at = now()
+
+    def change(txn: Transaction) -> UpsertConceptOutput:
+        row, created = concepts.upsert(txn, concept_id, given, at)
+        return UpsertConceptOutput(concept=ConceptView(**concepts.view(row)), created=created)
+
+    return ctx.lake.commit(ctx.tenant, change)
+
+
+SPEC = ToolSpec(
+    name="upsert_concept",
+    title="Upsert concept",
+    description=(
+        "Create or update a concept: extracted, reusable knowledge (a person, technology,"
+        " decision...). parent_id places it in a hierarchy (cycles are refused). On update,"
+        " fields you pass replace and fields you omit keep."
+    ),
+    input_model=UpsertConceptInput,
+    output_model=UpsertConceptOutput,
+    annotations=Annotations(read_only=False, destructive=False, idempotent=False),
+    run=run,
+)

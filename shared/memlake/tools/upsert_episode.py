@@ -1,0 +1,159 @@
+"""upsert_episode: create or update an ADR-007 episode (events, timing, platform, links)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from memlake.episodes import TABLE, public_view
+from memlake.errors import InvalidArgument
+from memlake.ids import new_id
+from memlake.lake import Transaction
+from memlake.layers import episode_versions, links
+from memlake.layers.fields import (
+    MAX_CONCEPT_IDS,
+    MAX_MODALITIES,
+    MAX_TAGS,
+    ClientName,
+    ConceptId,
+    Modality,
+    ModelName,
+    Platform,
+    Tag,
+    ThreadId,
+    Timezone,
+    Title,
+    unique,
+)
+from memlake.layers.models import LayerEpisode
+from memlake.models import (
+    MAX_SUMMARY_CHARS,
+    Context,
+    EpisodeId,
+    Input,
+    IsoTime,
+    check_metadata,
+    time_field,
+)
+from memlake.timeutil import now
+from memlake.tools.base import Annotations, ToolContext, ToolSpec
+
+LIST_FIELDS = ("tags", "input_modalities", "output_modalities", "concept_ids")
+
+
+class UpsertEpisodeInput(Input):
+    id: EpisodeId | None = Field(None, description="Episode to update; omit to create a new one")
+    events: str | None = Field(
+        None, min_length=1, description="Markdown narration with timestamps (needed to create)"
+    )
+    source_title: Title | None = Field(None, description="Human-readable title")
+    summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
+    context: Context | None = Field(None, description="Project namespace")
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Up to 32 tags")
+    started_at: IsoTime | None = Field(None, description="When the experience began (ISO 8601)")
+    ended_at: IsoTime | None = Field(None, description="When it ended (ISO 8601)")
+    timezone: Timezone | None = None
+    platform: Platform | None = None
+    client: ClientName | None = None
+    model: ModelName | None = None
+    voice_mode: bool | None = None
+    input_modalities: list[Modality] | None = Field(None, max_length=MAX_MODALITIES)
+    output_modalities: list[Modality] | None = Field(None, max_length=MAX_MODALITIES)
+    qualities: dict[str, Any] | None = Field(None, description="Extensible JSON object")
+    source_thread_id: ThreadId | None = Field(
+        None, description="The thread this episode derives from (1:1; fixed once set)"
+    )
+    concept_ids: list[ConceptId] | None = Field(
+        None,
+        max_length=MAX_CONCEPT_IDS,
+        description="When given, the episode's concept links become exactly these (in order)",
+    )
+
+    @field_validator("events")
+    @classmethod
+    def _events(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("events is empty; pass the markdown narration")
+        return value
+
+    @field_validator("qualities")
+    @classmethod
+    def _qualities(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_metadata(value)
+
+    @model_validator(mode="after")
+    def _times(self) -> UpsertEpisodeInput:
+        start = time_field(self.started_at, "started_at")
+        end = time_field(self.ended_at, "ended_at")
+        if start and end and start > end:
+            raise ValueError("started_at is after ended_at")
+        return self
+
+
+class UpsertEpisodeOutput(LayerEpisode):
+    created: bool = Field(description="True when the episode was new")
+    version: int = Field(description="Store version of this revision (see get_episode_history)")
+
+
+def _given(args: UpsertEpisodeInput) -> dict[str, Any]:
+    given: dict[str, Any] = {}
+    for key in args.model_fields_set - {"id"}:
+        value = getattr(args, key)
+        if key in ("started_at", "ended_at"):
+            value = time_field(value, key)
+        elif key in LIST_FIELDS:
+            value = unique(value)
+        given[key] = value
+    return given
+
+
+def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
+    size = len((args.events or "").encode())
+    if size > ctx.settings.max_content_bytes:
+        raise InvalidArgument(
+            f"events is {size:,} bytes; the limit is {ctx.settings.max_content_bytes:,}",
+            hint="Split the experience into several episodes, or keep the key passages.",
+        )
+    episode_id = args.id or new_id()
+    given = _given(args)
+    at = now()
+    # search: embed new text before the commit lock (loaded here, not at tools/list)
+    from memlake.search.indexing import embed_ahead
+    from memlake.search.text import vector_texts
+
+    existing = ctx.lake.snapshot(ctx.tenant).table(TABLE).get(episode_id) if args.id else None
+    preview = episode_versions.preview(existing, given)
+    if existing is None or vector_texts(preview) != vector_texts(existing):
+        embed_ahead(ctx.lake, preview)
+
+    def change(txn: Transaction) -> UpsertEpisodeOutput:
+        row, created, version = episode_versions.upsert(
+            txn, episode_id, given, at=at, default_context=ctx.settings.default_context
+        )
+        concept_ids = [lk["concept_id"] for lk in links.links_of_episode(txn, episode_id)]
+        return UpsertEpisodeOutput(
+            **public_view(row, full_content=False),
+            concept_ids=concept_ids,
+            created=created,
+            version=version,
+        )
+
+    return ctx.lake.commit(ctx.tenant, change)
+
+
+SPEC = ToolSpec(
+    name="upsert_episode",
+    title="Upsert episode",
+    description=(
+        "Create or update an episode (ADR-007): events (markdown narration), source_title,"
+        " started_at/ended_at/timezone, platform, client, model, voice_mode, modalities,"
+        " qualities, tags. source_title, events and tags are searchable. source_thread_id binds"
+        " it 1:1 to a thread; concept_ids sets its concept links. On update, fields you pass"
+        " replace and fields you omit keep; every update is a new revision (get_episode_history)."
+    ),
+    input_model=UpsertEpisodeInput,
+    output_model=UpsertEpisodeOutput,
+    annotations=Annotations(read_only=False, destructive=False, idempotent=False),
+    run=run,
+)
