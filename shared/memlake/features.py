@@ -11,9 +11,9 @@ from __future__ import annotations
 from importlib import import_module
 
 FEATURE_MODULES: tuple[str, ...] = (
-    # search (hybrid search shards)
-    # memory layers (threads, concepts, links)
-    # relationship graph
+    "memlake.search.indexing",  # hybrid search: episode_chunks table, index shards on commit
+    "memlake.layers.tables",  # memory layers: threads, messages, concepts, concept links
+    "memlake.relationships",  # relationship graph (+ its audit table)
 )
 
 _loaded = False

@@ -2,9 +2,12 @@
 
 from memlake.graph.algorithms import (
     MAX_RELATED_DEPTH,
+    Neighbours,
     find_cycle_if_added,
     find_related,
+    find_related_from,
     reachable,
+    shortest_path,
     topological_order,
 )
 from memlake.graph.export import GraphNode, normalize_label, to_dot, to_json, to_mermaid
@@ -27,13 +30,16 @@ __all__ = [
     "Direction",
     "Edge",
     "GraphNode",
+    "Neighbours",
     "OrderedNode",
     "Related",
     "TopologicalOrder",
     "find_cycle_if_added",
     "find_related",
+    "find_related_from",
     "normalize_label",
     "reachable",
+    "shortest_path",
     "to_dot",
     "to_json",
     "to_mermaid",

@@ -17,7 +17,7 @@ Semantics shared by every function here:
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from memlake.graph.model import DIRECTIONS, Direction, Edge, OrderedNode, Related, TopologicalOrder
 
@@ -25,11 +25,22 @@ MAX_RELATED_DEPTH = 5
 
 # A find_related label: (-product, hops, edge-id path). Smaller is better.
 _Label = tuple[float, int, tuple[str, ...]]
+#: What find_related_from follows out of a node: (neighbour, edge id, edge strength).
+Neighbours = Callable[[str], Iterable[tuple[str, str, float]]]
 
 
 def _check_direction(direction: str) -> None:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+
+
+def _check_depth_and_strength(max_depth: int, min_strength: float) -> None:
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+        raise ValueError(f"max_depth must be an int, got {max_depth!r}")
+    if not 1 <= max_depth <= MAX_RELATED_DEPTH:
+        raise ValueError(f"max_depth must be in 1..{MAX_RELATED_DEPTH}, got {max_depth}")
+    if not 0.0 < min_strength <= 1.0:
+        raise ValueError(f"min_strength must be in (0, 1], got {min_strength!r}")
 
 
 def _neighbours(edges: Iterable[Edge], direction: Direction) -> dict[str, list[str]]:
@@ -61,6 +72,36 @@ def reachable(edges: Iterable[Edge], start: str, direction: Direction = "outgoin
     return seen
 
 
+def shortest_path(
+    successors: Callable[[str], Iterable[str]], source: str, target: str
+) -> list[str] | None:
+    """A shortest directed path ``[source, ..., target]`` (BFS over ``successors(node)``, ties
+    broken by the order ``successors`` yields), or ``None``; ``[source]`` when they are equal.
+
+    Takes a neighbour function so callers with a prebuilt adjacency index (the relationship
+    store) search without rebuilding it per call.
+    """
+    if source == target:
+        return [source]
+    parent: dict[str, str] = {}
+    seen = {source}
+    queue = deque([source])
+    while queue:
+        node = queue.popleft()
+        for nxt in successors(node):
+            if nxt in seen:
+                continue
+            seen.add(nxt)
+            parent[nxt] = node
+            if nxt == target:
+                back = [target]
+                while back[-1] != source:
+                    back.append(parent[back[-1]])
+                return back[::-1]
+            queue.append(nxt)
+    return None
+
+
 def find_cycle_if_added(edges: Iterable[Edge], from_id: str, to_id: str) -> list[str] | None:
     """The directed cycle that adding ``from_id -> to_id`` would close, or ``None``.
 
@@ -71,23 +112,8 @@ def find_cycle_if_added(edges: Iterable[Edge], from_id: str, to_id: str) -> list
     if from_id == to_id:
         return [from_id, from_id]
     successors = _neighbours(edges, "outgoing")
-    parent: dict[str, str] = {}
-    seen = {to_id}
-    queue = deque([to_id])
-    while queue:
-        node = queue.popleft()
-        for nxt in successors.get(node, ()):
-            if nxt in seen:
-                continue
-            seen.add(nxt)
-            parent[nxt] = node
-            if nxt == from_id:
-                back = [from_id]
-                while back[-1] != to_id:
-                    back.append(parent[back[-1]])
-                return [from_id, *reversed(back)]
-            queue.append(nxt)
-    return None
+    way_back = shortest_path(lambda node: successors.get(node, ()), to_id, from_id)
+    return None if way_back is None else [from_id, *way_back]
 
 
 def find_related(
@@ -110,12 +136,7 @@ def find_related(
     Raises ValueError unless ``1 <= max_depth <= 5``, ``0 < min_strength <= 1`` and
     ``direction`` is valid.
     """
-    if isinstance(max_depth, bool) or not isinstance(max_depth, int):
-        raise ValueError(f"max_depth must be an int, got {max_depth!r}")
-    if not 1 <= max_depth <= MAX_RELATED_DEPTH:
-        raise ValueError(f"max_depth must be in 1..{MAX_RELATED_DEPTH}, got {max_depth}")
-    if not 0.0 < min_strength <= 1.0:
-        raise ValueError(f"min_strength must be in (0, 1], got {min_strength!r}")
+    _check_depth_and_strength(max_depth, min_strength)
     _check_direction(direction)
     wanted = None if types is None else frozenset((types,) if isinstance(types, str) else types)
 
@@ -128,6 +149,20 @@ def find_related(
         if direction != "outgoing":
             adjacency[edge.to_id].append((edge.from_id, edge.id, edge.strength))
 
+    return find_related_from(
+        lambda node: adjacency.get(node, ()), start, max_depth=max_depth, min_strength=min_strength
+    )
+
+
+def find_related_from(
+    neighbours: Neighbours, start: str, *, max_depth: int = 2, min_strength: float = 0.5
+) -> list[Related]:
+    """:func:`find_related` over a neighbour function instead of an edge list.
+
+    ``neighbours(node)`` yields ``(neighbour, edge_id, strength)`` for the edges to follow out
+    of ``node`` (already filtered by type and direction). Same result order and guarantees.
+    """
+    _check_depth_and_strength(max_depth, min_strength)
     # Level-wise (Bellman-Ford style) relaxation keeping ONE best label per node. After round
     # k, best[v] is the best *walk* of <= k edges to v under the order (-product, hops, path).
     # That is exact for *simple* paths because strengths are in [0, 1]:
@@ -136,8 +171,8 @@ def find_related(
     #   and strictly lowers the hop count, so the best walk is always a simple path.
     # * Prefix optimality: if the best <= k-edge path to v ends with edge (u, v, s), swapping
     #   its prefix for u's best <= (k-1)-edge label cannot make it worse: a higher product stays
-    #   higher because s > 0 (min_strength > 0, so zero-strength edges were dropped above), hop
-    #   counts both grow by one, and appending the same edge id keeps the tuple order.
+    #   higher because s > 0 (min_strength > 0, so a zero-strength edge never extends a label),
+    #   hop counts both grow by one, and appending the same edge id keeps the tuple order.
     # Each round extends the labels that changed in the previous round, using their values from
     # that round (Jacobi style), so a label never holds more than k edges after round k.
     # Float caveat: two products that differ only by rounding can round to the same value after
@@ -148,12 +183,17 @@ def find_related(
     for _ in range(max_depth):
         changed: dict[str, _Label] = {}
         for node, (neg_product, hops, path) in frontier.items():
-            for nxt, edge_id, strength in adjacency.get(node, ()):
-                product = -neg_product * strength
+            reach, next_hops = -neg_product, hops + 1
+            for nxt, edge_id, strength in neighbours(node):
+                product = reach * strength
                 if product < min_strength:
                     continue
-                label = (-product, hops + 1, (*path, edge_id))
                 current = best.get(nxt)
+                if current is not None and (
+                    -product > current[0] or (-product == current[0] and next_hops > current[1])
+                ):
+                    continue  # worse on strength or hops: skip building the path
+                label = (-product, next_hops, (*path, edge_id))
                 if current is None or label < current:
                     best[nxt] = changed[nxt] = label
         if not changed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from memlake.audit import acting_as
 from memlake.episodes import ON_DELETE, TABLE
 from memlake.features import load_features
 from memlake.lake import Transaction
@@ -27,8 +28,9 @@ def run(ctx: ToolContext, args: DeleteEpisodeInput) -> DeleteEpisodeOutput:
         if not txn.exists(TABLE, args.id):
             return 0
         txn.delete(TABLE, args.id)
-        for cleanup in ON_DELETE:
-            cleanup(txn, args.id)
+        with acting_as(ctx.principal.token_id):  # cleanups' audit records name the caller
+            for cleanup in ON_DELETE:
+                cleanup(txn, args.id)
         return 1
 
     return DeleteEpisodeOutput(id=args.id, deleted=ctx.lake.commit(ctx.tenant, change))

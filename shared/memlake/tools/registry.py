@@ -8,9 +8,34 @@ from typing import Any
 from memlake.tools.base import ToolSpec
 
 EPISODE_TOOLS = ("add_episode", "get_episode", "delete_episode", "list_episodes")
-SEARCH_TOOLS: tuple[str, ...] = ()
-MEMORY_LAYER_TOOLS: tuple[str, ...] = ()
-GRAPH_TOOLS: tuple[str, ...] = ()
+SEARCH_TOOLS: tuple[str, ...] = ("search_episodes",)
+MEMORY_LAYER_TOOLS: tuple[str, ...] = (
+    "add_thread",
+    "append_thread_messages",
+    "get_thread",
+    "get_pending_threads",
+    "mark_thread_status",
+    "upsert_episode",
+    "find_episodes",
+    "get_episode_history",
+    "upsert_concept",
+    "get_concept",
+    "find_concepts",
+    "delete_concept",
+    "link_episode_to_concept",
+    "unlink_episode_from_concept",
+)
+GRAPH_TOOLS: tuple[str, ...] = (
+    "add_episode_relationship",
+    "remove_episode_relationship",
+    "get_episode_relationships",
+    "find_related_episodes",
+    "check_relationship_exists",
+    "get_dependency_graph",
+    "validate_no_cycles",
+    "get_topological_order",
+    "get_audit_log",
+)
 
 #: Tool names in listing order. Each is the module memlake.tools.<name> exposing SPEC.
 TOOL_NAMES: tuple[str, ...] = EPISODE_TOOLS + SEARCH_TOOLS + MEMORY_LAYER_TOOLS + GRAPH_TOOLS

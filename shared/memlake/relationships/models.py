@@ -1,0 +1,47 @@
+"""Pydantic types shared by the relationship tools' inputs and outputs (every argument bounded)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field
+
+from memlake.ids import check_id
+from memlake.models import Output
+
+RelationshipType = Literal["follows", "causes", "part_of", "related_to", "contradicts", "refines"]
+OrderType = Literal["follows", "causes"]
+Direction = Literal["outgoing", "incoming", "both"]
+MAX_EPISODE_IDS = 500
+
+
+def _relationship_id(value: str) -> str:
+    try:
+        return check_id(value, field="relationship_id", prefix="relationship")
+    except Exception as e:  # becomes a pydantic error with the same message
+        raise ValueError(getattr(e, "message", str(e))) from None
+
+
+RelationshipId = Annotated[
+    str,
+    Field(min_length=1, max_length=80, description="Relationship id as returned when added"),
+    AfterValidator(_relationship_id),
+]
+Strength = Annotated[
+    float,
+    Field(ge=0.0, le=1.0, allow_inf_nan=False, description="How strong the link is, 0.0-1.0"),
+]
+TYPE_HELP = (
+    "follows (to happened after from), causes (from caused to), part_of, related_to,"
+    " contradicts, refines. An edge from -> to orders from before to."
+)
+
+
+class Relationship(Output):
+    id: str
+    from_episode_id: str
+    to_episode_id: str
+    relationship_type: str
+    strength: float
+    created_at: str
+    metadata: dict[str, Any]
