@@ -1,4 +1,4 @@
-"""Command line: `memlake serve | compact | gc`."""
+"""Command line: `memlake serve | compact | gc | export | import`."""
 
 from __future__ import annotations
 
@@ -46,6 +46,44 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from memlake.services import Services
+    from memlake.transfer import export_tenant
+
+    services = Services.build(_settings(args))
+    if args.output:
+        with open(args.output, "wb") as out:
+            counts = export_tenant(services.lake, args.tenant, out)
+    else:
+        counts = export_tenant(services.lake, args.tenant, sys.stdout.buffer)
+        sys.stdout.flush()
+    print("exported " + ", ".join(f"{t}: {n}" for t, n in counts.items()), file=sys.stderr)
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    from memlake.services import Services
+    from memlake.transfer import import_tenant
+
+    services = Services.build(_settings(args))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.file)
+        if args.file == "-":  # import reads the file twice (check, then commit): spool stdin
+            path = Path(tmp, "stdin.jsonl")
+            with path.open("wb") as fh:
+                shutil.copyfileobj(sys.stdin.buffer, fh)
+        report = import_tenant(services.lake, args.tenant, path, batch_size=args.batch_size)
+    print(
+        f"imported {report.rows} rows: {report.written} written, {report.unchanged} unchanged,"
+        f" {report.commits} commits",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlake", description="Episodic memory over MCP")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--data")
     gc.add_argument("--grace-seconds", type=float, default=900)
     gc.set_defaults(func=_cmd_gc)
+
+    exp = sub.add_parser("export", help="write a tenant's tables as JSON Lines (stdout)")
+    exp.add_argument("--tenant", required=True)
+    exp.add_argument("--data", help="local lake directory (default: MEMLAKE_* settings, e.g. S3)")
+    exp.add_argument("--output", "-o", help="write to this file instead of stdout")
+    exp.set_defaults(func=_cmd_export)
+
+    imp = sub.add_parser("import", help="load a `memlake export` file into a tenant")
+    imp.add_argument("file", help="JSON Lines file, or - for stdin")
+    imp.add_argument("--tenant", required=True)
+    imp.add_argument("--data", help="local lake directory (default: MEMLAKE_* settings, e.g. S3)")
+    imp.add_argument("--batch-size", type=int, default=500, help="rows per commit")
+    imp.set_defaults(func=_cmd_import)
     return parser
 
 

@@ -50,6 +50,8 @@ class HttpRequest:
     path: str
     headers: dict[str, str]  # lower-case names; repeated headers joined with ", "
     body: bytes = b""
+    #: id for logs, x-request-id and error references (API Gateway's); generated when None
+    request_id: str | None = None
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -198,7 +200,7 @@ class McpHttpApp:
             params = {}
         if not isinstance(params, dict):
             return _error_response(400, INVALID_PARAMS, "params must be an object", msg_id)
-        request_id = uuid.uuid4().hex[:16]
+        request_id = req.request_id or uuid.uuid4().hex[:16]
         try:
             modern = self._check_era(req, method, params, header_version)
             started = time.perf_counter()

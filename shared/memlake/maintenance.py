@@ -1,0 +1,84 @@
+"""Scheduled lake maintenance for every tenant in the store: compaction, then GC.
+
+The MaintenanceFunction (EventBridge schedule) runs this; it is the only Lambda allowed to
+list and delete objects. `memlake serve` does the same work in a background thread for the
+tenants it has touched. One tenant's failure is logged and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memlake.errors import MemlakeError
+from memlake.ids import TENANT_PATTERN
+from memlake.lake import Lake
+from memlake.lake.compaction import compact
+from memlake.lake.gc import collect_garbage
+from memlake.store.base import ObjectStore
+
+log = logging.getLogger("memlake.maintenance")
+TENANTS_PREFIX = "tenants/"
+
+
+@dataclass
+class MaintenanceReport:
+    tenants: int = 0
+    compacted_tables: int = 0
+    rows_dropped: int = 0
+    deleted_objects: int = 0
+    deleted_manifests: int = 0
+    failed: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _s3_tenants(store: Any) -> set[str]:
+    """Tenant folders by delimiter listing: one page per 1000 tenants, not one per object."""
+    prefix = store.prefix + TENANTS_PREFIX
+    pages = store.client.get_paginator("list_objects_v2").paginate(
+        Bucket=store.bucket, Prefix=prefix, Delimiter="/"
+    )
+    found = set()
+    for page in pages:
+        for common in page.get("CommonPrefixes", []):
+            found.add(common["Prefix"][len(prefix) :].rstrip("/"))
+    return found
+
+
+def discover_tenants(store: ObjectStore) -> list[str]:
+    """Every tenant with objects in the store (names that are not valid tenants are skipped)."""
+    from memlake.store.s3 import S3Store
+
+    if isinstance(store, S3Store):
+        names = _s3_tenants(store)
+    else:
+        names = {
+            info.key[len(TENANTS_PREFIX) :].split("/", 1)[0] for info in store.list(TENANTS_PREFIX)
+        }
+    return sorted(n for n in names if TENANT_PATTERN.match(n))
+
+
+def run_maintenance(
+    lake: Lake,
+    *,
+    tenants: list[str] | None = None,
+    min_segments: int = 8,
+    grace_seconds: float = 900,
+) -> MaintenanceReport:
+    report = MaintenanceReport()
+    for tenant in tenants if tenants is not None else discover_tenants(lake.store):
+        report.tenants += 1
+        try:
+            comp = compact(lake, tenant, min_segments=min_segments)
+            report.compacted_tables += len(comp.merged)
+            report.rows_dropped += comp.rows_dropped
+            gc = collect_garbage(lake, tenant, grace_seconds=grace_seconds)
+            report.deleted_objects += gc.deleted_objects
+            report.deleted_manifests += gc.deleted_manifests
+        except MemlakeError as e:
+            log.error("maintenance failed for tenant %s: %s", tenant, e.code)
+            report.failed.append(tenant)
+    return report

@@ -1,0 +1,42 @@
+"""Powertools pieces for the Lambda doors that cost cold-start time only when they are used.
+
+A Powertools Tracer imports the X-Ray SDK (about 0.2 s) even when tracing is off, so the
+handlers build one only when the function really traces: Lambda sets AWS_XRAY_DAEMON_ADDRESS
+when active tracing is on, and POWERTOOLS_TRACE_DISABLED=true turns it off. Elsewhere
+(`sam local invoke`, tests, the cold-start benchmark) a no-op stand-in takes its place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+F = Callable[..., Any]
+
+
+class TracerLike(Protocol):
+    def capture_lambda_handler(self, lambda_handler: F) -> F: ...
+
+
+class NoTracer:
+    """Tracer stand-in when X-Ray is off: the decorator returns the handler unchanged."""
+
+    def capture_lambda_handler(self, lambda_handler: F) -> F:
+        return lambda_handler
+
+
+def tracing_enabled() -> bool:
+    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower()
+    if disabled in ("1", "true", "yes", "on"):
+        return False
+    return bool(os.environ.get("AWS_XRAY_DAEMON_ADDRESS"))
+
+
+def make_tracer(service: str) -> TracerLike:
+    if not tracing_enabled():
+        return NoTracer()
+    from aws_lambda_powertools import Tracer
+
+    # patch only botocore (the S3 calls); patching every supported library costs imports
+    return cast(TracerLike, Tracer(service=service, patch_modules=("botocore",)))

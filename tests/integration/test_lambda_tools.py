@@ -1,0 +1,113 @@
+"""Per-tool functions invoked directly ({"tenant", "arguments"}) and the maintenance function,
+on moto S3 with the environment template.yaml gives them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memlake.maintenance import discover_tenants, run_maintenance
+from memlake.services import default_services
+
+from .lambda_helpers import (
+    BUCKET,
+    FakeContext,
+    functions,
+    handler_of,
+    import_handler,
+    lambda_env,
+    load_template,
+    resolve_env,
+)
+
+TEMPLATE = load_template()
+FUNCTIONS = functions(TEMPLATE)
+
+
+def fn(logical_id: str) -> Any:
+    return import_handler(handler_of(FUNCTIONS[logical_id]))
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with lambda_env(monkeypatch, resolve_env(TEMPLATE, FUNCTIONS["AddEpisodeFunction"])) as c:
+        yield c
+
+
+@pytest.mark.parametrize(
+    ("event", "needle"),
+    [
+        ("not an object", "JSON object"),
+        ({"arguments": {}}, "tenant"),
+        ({"tenant": 7, "arguments": {}}, "tenant"),
+        ({"tenant": "../other", "arguments": {}}, "not valid"),
+        ({"tenant": "Alice", "arguments": {}}, "not valid"),
+        ({"tenant": "demo", "arguments": []}, "arguments must be an object"),
+        ({"tenant": "demo", "arguments": {}, "principal": "x"}, "unknown event keys"),
+    ],
+)
+def test_bad_events_are_clear_errors(s3: Any, event: Any, needle: str) -> None:
+    result = fn("ListEpisodesFunction")(event, FakeContext())
+    assert result["isError"] is True
+    assert result["error"]["code"] == "invalid_argument"
+    assert needle in result["error"]["message"]
+    assert result["error"]["hint"]
+
+
+def test_bad_arguments_come_back_as_the_tool_error(s3: Any) -> None:
+    result = fn("GetEpisodeFunction")({"tenant": "demo", "arguments": {"id": "a/b"}}, FakeContext())
+    assert result["isError"] is True and result["error"]["code"] == "invalid_argument"
+    result = fn("AddEpisodeFunction")(
+        {"tenant": "demo", "arguments": {"content": "x", "colour": "red"}}, FakeContext()
+    )
+    assert "unknown argument" in result["error"]["message"]
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET)
+
+
+def test_the_tenant_of_the_event_is_the_only_one_reached(s3: Any) -> None:
+    added = fn("AddEpisodeFunction")(
+        {"tenant": "team-a", "arguments": {"content": "team a only"}}, FakeContext()
+    )
+    as_b = {"tenant": "team-b", "arguments": {"id": added["id"]}}
+    assert fn("GetEpisodeFunction")(as_b, FakeContext())["error"]["code"] == "not_found"
+    assert fn("DeleteEpisodeFunction")(as_b, FakeContext())["deleted"] == 0
+    listed = fn("ListEpisodesFunction")({"tenant": "team-b", "arguments": {}}, FakeContext())
+    assert listed["episodes"] == []
+    mine = {"tenant": "team-a", "arguments": {"id": added["id"]}}
+    assert fn("GetEpisodeFunction")(mine, FakeContext())["content"] == "team a only"
+
+
+def test_maintenance_covers_every_tenant(s3: Any) -> None:
+    # GIVEN two tenants with many small segments each
+    add = fn("AddEpisodeFunction")
+    for tenant in ("t1", "t2"):
+        for i in range(10):
+            add({"tenant": tenant, "arguments": {"content": f"{tenant} {i}"}}, FakeContext())
+    lake = default_services().lake
+    assert discover_tenants(lake.store) == ["t1", "t2"]
+    before = {t: len(lake.snapshot(t).manifest.segments("episodes")) for t in ("t1", "t2")}
+    # WHEN the scheduled function runs with its sample event
+    report = fn("MaintenanceFunction")({"detail-type": "Scheduled Event"}, FakeContext())
+    # THEN both were compacted (GC keeps the fresh garbage: it is inside the grace period)
+    assert report["tenants"] == 2 and report["failed"] == []
+    assert report["compacted_tables"] >= 2
+    for tenant in ("t1", "t2"):
+        segs = lake.snapshot(tenant).manifest.segments("episodes")
+        assert len(segs) < before[tenant]
+        listed = fn("ListEpisodesFunction")({"tenant": tenant, "arguments": {"limit": 50}}, None)
+        assert listed["count"] == 10
+
+
+def test_discover_tenants_on_a_local_lake(tmp_path: Any) -> None:
+    from memlake.lake import Lake
+    from memlake.store.local import LocalStore
+
+    lake = Lake(LocalStore(tmp_path))
+    lake.commit("zeta", lambda txn: txn.put("episodes", {"id": "e1", "content": "z"}))
+    lake.commit("alpha", lambda txn: txn.put("episodes", {"id": "e1", "content": "a"}))
+    (tmp_path / "tenants" / "Not_Valid!").mkdir()
+    (tmp_path / "tenants" / "Not_Valid!" / "x").write_text("stray")
+    assert discover_tenants(lake.store) == ["alpha", "zeta"]
+    assert run_maintenance(lake).tenants == 2
