@@ -66,8 +66,18 @@ def layer_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 class EpisodeFields(Output):
-    """Output fields for layer_view's keys: models built from public_view() inherit this."""
+    """An episode as tools return it (public_view's keys); tool outputs extend it."""
 
+    id: str
+    content: str = Field(description="The content (cut to 500 characters where noted)")
+    content_truncated: bool
+    summary: str | None
+    context: str | None
+    metadata: dict[str, Any]
+    entity_ids: list[str]
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
     title: str | None = Field(None, description="Human-readable title (ADR-007 source_title)")
     tags: list[str] = Field(default_factory=list)
     updated_at: str | None = None

@@ -13,11 +13,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memlake.cursors import decode_cursor, encode_cursor
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.layers.fields import MAX_HIERARCHY_DEPTH
-from memlake.layers.tables import CONCEPTS, LINKS, decode_cursor, encode_cursor, where
+from memlake.layers.tables import CONCEPTS, LINKS, where
 from memlake.timeutil import iso
 
 DEFAULT_KIND = "concept"

@@ -13,9 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memlake.cursors import decode_cursor, encode_cursor
 from memlake.episodes import filtered, occurred_bounds
 from memlake.lake.snapshot import Snapshot
-from memlake.layers.tables import LINKS, decode_cursor, encode_cursor, where
+from memlake.layers.tables import LINKS, where
 
 
 def has_all(column: pa.ChunkedArray, wanted: list[str]) -> pa.Array:

@@ -7,16 +7,13 @@ an episode's concept links and unbinds its source thread in delete_episode's tra
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 
 from memlake import episodes
-from memlake.errors import InvalidArgument
 from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
 from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
@@ -162,35 +159,6 @@ def commit_version(txn: Transaction) -> int:
     """The manifest version this attempt commits as: the engine writes snapshot.version + 1 and
     re-runs change functions on a lost race, so the value is right for the attempt that lands."""
     return txn.snapshot.version + 1
-
-
-# cursors ---------------------------------------------------------------------------------
-def fingerprint(*filters: Any) -> str:
-    raw = json.dumps(filters, sort_keys=True, default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()[:12]
-
-
-def encode_cursor(position: list[Any], fp: str) -> str:
-    raw = json.dumps([position, fp]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str, fp: str, size: int) -> list[Any]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        position, got_fp = json.loads(raw)
-        if not isinstance(position, list) or len(position) != size:
-            raise ValueError
-    except (ValueError, TypeError):
-        raise InvalidArgument(
-            "cursor is not valid", hint="Pass next_cursor exactly as a previous call returned it."
-        ) from None
-    if got_fp != fp:
-        raise InvalidArgument(
-            "cursor belongs to a listing with other filters",
-            hint="Keep the filters the same while paging, or drop cursor to start over.",
-        )
-    return position
 
 
 # episode-delete cleanup --------------------------------------------------------------------

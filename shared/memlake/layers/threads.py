@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memlake.cursors import decode_cursor, encode_cursor, fingerprint
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.ids import new_id
 from memlake.lake.snapshot import Snapshot
@@ -24,9 +25,6 @@ from memlake.layers.scan import scan
 from memlake.layers.tables import (
     MESSAGES,
     THREADS,
-    decode_cursor,
-    encode_cursor,
-    fingerprint,
     message_id,
 )
 from memlake.timeutil import iso, now, parse_time

@@ -72,16 +72,6 @@ class EntityLinkFailure(Output):
 
 
 class AddEpisodeOutput(EpisodeFields):
-    id: str
-    content: str = Field(description="The content, cut to 500 characters")
-    content_truncated: bool
-    summary: str | None
-    context: str | None
-    metadata: dict[str, Any]
-    entity_ids: list[str]
-    created_at: str
-    started_at: str | None
-    ended_at: str | None
     linked_entities: int = Field(description="How many entity_ids were linked to known concepts")
     failed_entity_ids: list[EntityLinkFailure]
 

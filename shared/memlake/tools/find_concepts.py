@@ -6,10 +6,11 @@ from collections import Counter
 
 from pydantic import Field
 
+from memlake.cursors import fingerprint
 from memlake.layers import concepts, links
 from memlake.layers.fields import ConceptId, ConceptKind, ConceptQuery
 from memlake.layers.models import ConceptView
-from memlake.layers.tables import LINKS, fingerprint, where
+from memlake.layers.tables import LINKS, where
 from memlake.models import EpisodeId, Input, Output
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from memlake.cursors import fingerprint
 from memlake.episodes import public_view
 from memlake.errors import InvalidArgument
 from memlake.layers import find, links
@@ -19,7 +20,6 @@ from memlake.layers.fields import (
     unique,
 )
 from memlake.layers.models import LayerEpisode
-from memlake.layers.tables import fingerprint
 from memlake.models import Context, Output, TimeRange
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 from memlake.tools.search_episodes import ScoreBreakdown

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 from typing import Any, Literal
 
 from pydantic import Field
 
 from memlake import audit
+from memlake.cursors import decode_cursor, encode_cursor, fingerprint
 from memlake.errors import InvalidArgument
 from memlake.ids import ID_PATTERN
 from memlake.models import EpisodeId, Input, Output
@@ -44,32 +42,18 @@ class GetAuditLogOutput(Output):
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
 
 
-def _fingerprint(args: GetAuditLogInput) -> str:
-    raw = json.dumps([args.relationship_id, args.episode_id, args.action])
-    return hashlib.sha256(raw.encode()).hexdigest()[:12]
-
-
-def _decode_cursor(cursor: str, fp: str) -> str:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        last_id, got_fp = json.loads(raw)
-        if not isinstance(last_id, str) or not ID_PATTERN.match(last_id):
-            raise ValueError
-    except (ValueError, TypeError):
+def _before_id(cursor: str, fp: str) -> str:
+    (last_id,) = decode_cursor(cursor, fp, 1)
+    if not isinstance(last_id, str) or not ID_PATTERN.match(last_id):
         raise InvalidArgument(
             "cursor is not valid", hint="Pass next_cursor exactly as a previous call returned it."
-        ) from None
-    if got_fp != fp:
-        raise InvalidArgument(
-            "cursor belongs to a listing with other filters",
-            hint="Keep relationship_id, episode_id and action the same while paging.",
         )
-    return last_id
+    return str(last_id)
 
 
 def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:
-    fp = _fingerprint(args)
-    before = _decode_cursor(args.cursor, fp) if args.cursor else None
+    fp = fingerprint(args.relationship_id, args.episode_id, args.action)
+    before = _before_id(args.cursor, fp) if args.cursor else None
     records, more = audit.newest_first(
         ctx.lake.snapshot(ctx.tenant),
         limit=args.limit,
@@ -78,10 +62,7 @@ def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:
         episode_id=args.episode_id,
         action=args.action,
     )
-    next_cursor = None
-    if more:
-        raw = json.dumps([records[-1]["id"], fp]).encode()
-        next_cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    next_cursor = encode_cursor([records[-1]["id"]], fp) if more else None
     return GetAuditLogOutput(
         records=[AuditRecord(**r) for r in records], count=len(records), next_cursor=next_cursor
     )

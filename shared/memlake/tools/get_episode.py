@@ -18,16 +18,6 @@ class GetEpisodeInput(Input):
 
 
 class GetEpisodeOutput(EpisodeFields):
-    id: str
-    content: str
-    content_truncated: bool
-    summary: str | None
-    context: str | None
-    metadata: dict[str, Any]
-    entity_ids: list[str]
-    created_at: str
-    started_at: str | None
-    ended_at: str | None
     concept_ids: list[str] = Field(
         default_factory=list, description="Concepts linked to this episode now"
     )

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
-from typing import Any
-
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from memlake.cursors import decode_cursor, encode_cursor, fingerprint
 from memlake.episodes import EpisodeFields, filtered, occurred_bounds, public_view
-from memlake.errors import InvalidArgument
 from memlake.models import Context, Output, TimeRange
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
@@ -24,16 +19,7 @@ class ListEpisodesInput(TimeRange):
 
 
 class EpisodeSummary(EpisodeFields):
-    id: str
-    content: str
-    content_truncated: bool
-    summary: str | None
-    context: str | None
-    metadata: dict[str, Any]
-    entity_ids: list[str]
-    created_at: str
-    started_at: str | None
-    ended_at: str | None
+    """An episode in a listing: content cut to 500 characters."""
 
 
 class ListEpisodesOutput(Output):
@@ -42,43 +28,15 @@ class ListEpisodesOutput(Output):
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
 
 
-def _fingerprint(args: ListEpisodesInput) -> str:
-    raw = json.dumps([args.context, args.time_start, args.time_end])
-    return hashlib.sha256(raw.encode()).hexdigest()[:12]
-
-
-def _encode_cursor(at_us: int, episode_id: str, fp: str) -> str:
-    raw = json.dumps([at_us, episode_id, fp]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, fp: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        at_us, episode_id, got_fp = json.loads(raw)
-        if not isinstance(at_us, int) or not isinstance(episode_id, str):
-            raise ValueError
-    except (ValueError, TypeError):
-        raise InvalidArgument(
-            "cursor is not valid", hint="Pass next_cursor exactly as a previous call returned it."
-        ) from None
-    if got_fp != fp:
-        raise InvalidArgument(
-            "cursor belongs to a listing with other filters",
-            hint="Keep context, time_start and time_end the same while paging, or drop cursor.",
-        )
-    return at_us, episode_id
-
-
 def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     start, end = args.bounds()
-    fp = _fingerprint(args)
+    fp = fingerprint(args.context, args.time_start, args.time_end)
     table = filtered(ctx.lake.snapshot(ctx.tenant), context=args.context, start=start, end=end)
     at, _ = occurred_bounds(table)
     at_us = pc.cast(at, pa.int64())
     table = table.append_column("__at", at_us)
     if args.cursor:
-        cur_at, cur_id = _decode_cursor(args.cursor, fp)
+        cur_at, cur_id = decode_cursor(args.cursor, fp, 2)
         before = pc.or_(
             pc.less(table.column("__at"), cur_at),
             pc.and_(pc.equal(table.column("__at"), cur_at), pc.less(table.column("id"), cur_id)),
@@ -88,7 +46,7 @@ def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     page = table.slice(0, args.limit + 1).to_pylist()
     more = len(page) > args.limit
     page = page[: args.limit]
-    next_cursor = _encode_cursor(page[-1]["__at"], page[-1]["id"], fp) if more else None
+    next_cursor = encode_cursor([page[-1]["__at"], page[-1]["id"]], fp) if more else None
     episodes = [EpisodeSummary(**public_view(r, full_content=False)) for r in page]
     return ListEpisodesOutput(episodes=episodes, count=len(episodes), next_cursor=next_cursor)
 

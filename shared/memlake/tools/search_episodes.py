@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from memlake.episodes import EpisodeFields, public_view
@@ -36,16 +34,6 @@ class ScoreBreakdown(Output):
 
 
 class EpisodeHit(EpisodeFields):
-    id: str
-    content: str = Field(description="The full content")
-    content_truncated: bool
-    summary: str | None
-    context: str | None
-    metadata: dict[str, Any]
-    entity_ids: list[str]
-    created_at: str
-    started_at: str | None
-    ended_at: str | None
     score: float = Field(description="Relevance, 0..1 (1: ranked first by both retrievers)")
     breakdown: ScoreBreakdown
 
