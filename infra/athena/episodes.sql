@@ -53,13 +53,11 @@ TBLPROPERTIES (
 );
 
 -- The live episodes: the newest version of each id, without deleted ones.
--- Newest = the row from the segment with the greatest ULID in its file name (segments are
--- written in commit order), then the greatest _seq (compacted segments keep each row's commit
--- version). Caveats, both rare and both cleared by the next compaction and GC: rows of a
--- segment whose commit never happened (a crashed writer) show until GC removes it (15 min
--- grace), and a write that commits while compaction of the same rows runs can rank below the
--- compacted copy. For an exact point-in-time read, read the files the manifest lists
--- (docs/deploy.md, "DuckDB").
+-- Newest = the greatest _seq (every row carries the manifest version that committed it, and
+-- compaction keeps it), ties broken by the segment's ULID file name. Caveat, rare and cleared
+-- by GC: rows of a segment whose commit never happened (a crashed writer, or a lost race) show
+-- until GC removes it (15 min grace). For an exact point-in-time read, read the files the
+-- manifest lists (docs/deploy.md, "DuckDB").
 CREATE OR REPLACE VIEW memlake.episodes AS
 SELECT
   -- BEGIN GENERATED VIEW COLUMNS
@@ -94,8 +92,8 @@ FROM (
     v.*,
     row_number() OVER (
       PARTITION BY tenant, id
-      ORDER BY regexp_extract("$path", '([0-9A-Za-z]{26})\.parquet$', 1) DESC,
-               coalesce(_seq, 0) DESC
+      ORDER BY coalesce(_seq, 0) DESC,
+               regexp_extract("$path", '([0-9A-Za-z]{26})\.parquet$', 1) DESC
     ) AS version_rank
   FROM memlake.episode_versions v
 ) latest

@@ -10,8 +10,8 @@ FROM (
     *,
     row_number() OVER (
       PARTITION BY id
-      ORDER BY regexp_extract(filename, '([0-9A-Za-z]{26})\.parquet$', 1) DESC,
-               coalesce(_seq, 0) DESC
+      ORDER BY coalesce(_seq, 0) DESC,
+               regexp_extract(filename, '([0-9A-Za-z]{26})\.parquet$', 1) DESC
     ) AS version_rank
   FROM read_parquet(getvariable('episodes') || '/*.parquet', filename = true, union_by_name = true)
 )

@@ -18,7 +18,7 @@ from memlake.errors import ConfigurationError, MemlakeError
 from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
 from memlake.mcp.auth import ApiKeys
-from memlake.mcp.http import LOOPBACK_HOSTS, HttpRequest, McpHttpApp, OriginPolicy
+from memlake.mcp.http import LOOPBACK_HOSTS, HttpRequest, HttpResponse, McpHttpApp, OriginPolicy
 from memlake.services import Services
 
 log = logging.getLogger("memlake.server")
@@ -79,7 +79,15 @@ class _Handler(BaseHTTPRequestHandler):
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         path = self.path.split("?", 1)[0]
-        resp = self.app.handle(HttpRequest(self.command, path, headers, body))
+        try:
+            resp = self.app.handle(HttpRequest(self.command, path, headers, body))
+        except Exception:  # the transport maps every error; this is the last line of defence
+            log.exception("unhandled error serving %s %s", self.command, path)
+            resp = HttpResponse(
+                500,
+                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}',
+                {"content-type": "application/json"},
+            )
         self.send_response(resp.status)
         for name, value in resp.headers.items():
             self.send_header(name, value)

@@ -18,7 +18,7 @@ ATHENA_SQL = (ROOT / "infra/athena/episodes.sql").read_text()
 
 
 def _order_by(sql: str) -> str:
-    found = re.search(r"ORDER BY (regexp_extract\(.*?coalesce\(_seq, 0\) DESC)", sql, re.S)
+    found = re.search(r"ORDER BY (coalesce\(_seq, 0\) DESC,.*?parquet\$., 1\) DESC)", sql, re.S)
     assert found, "no version ordering found"
     return re.sub(r"\s+", " ", found.group(1)).replace('"$path"', "filename")
 
