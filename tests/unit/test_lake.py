@@ -177,3 +177,18 @@ def test_parquet_is_readable_by_duckdb_as_it_is(tmp_path: Path) -> None:
         ("r3", "content 3"),
         ("r4", "content 4"),
     ]
+
+
+def test_an_index_built_once_is_reused_after_commits_to_other_tables(tmp_path: Path) -> None:
+    store = CountingStore(LocalStore(tmp_path))
+    lake = Lake(store)
+    for i in range(30):
+        put(lake, "t", f"r{i}", "x")
+    assert lake.snapshot("t").table("episodes").count() == 30  # index built
+    lake.cache.max_bytes = 0  # nothing cached: every segment read would show as a GET
+    lake.cache.add("evict", lake.snapshot("t").table("episodes").live_table())
+    for _ in range(3):  # commits that touch only another table
+        lake.commit("t", lambda txn: txn.extra.update(n=txn.snapshot.version))
+    store.reset()
+    assert lake.snapshot("t").table("episodes").count() == 30
+    assert store.counts["get"] == 0  # no segment re-read to rebuild the index

@@ -27,7 +27,7 @@ from memlake.lake import keys
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.schema import DEFAULT_DIM, rows_to_table, table_spec
 from memlake.lake.segments import SegmentCache, write_segment
-from memlake.lake.snapshot import Snapshot
+from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
 from memlake.store.base import ObjectNotFound, ObjectStore, PreconditionFailed
 
@@ -96,6 +96,8 @@ class _TenantState:
     queue: list[_Pending] = field(default_factory=list)
     read_lock: threading.Lock = field(default_factory=threading.Lock)
     validated_at: float = 0.0
+    #: newest built index per table, reused by later snapshots (see lake/snapshot.py)
+    views: dict[str, TableView] = field(default_factory=dict)
 
 
 class Lake:
@@ -172,7 +174,8 @@ class Lake:
             current = st.snapshot
             if current is not None and current.version == version:
                 return current
-            return Snapshot(self.load_manifest(tenant, version), self.store, self.cache, self.dim)
+            manifest = self.load_manifest(tenant, version)
+            return Snapshot(manifest, self.store, self.cache, self.dim, memo=st.views)
         with st.read_lock:
             current = st.snapshot
             known = current.version if current is not None else 0
@@ -183,9 +186,8 @@ class Lake:
             latest = self._probe_latest(tenant, known)
             if current is not None and latest == current.version:
                 return current
-            snap = Snapshot(
-                self.load_manifest(tenant, latest), self.store, self.cache, self.dim, current
-            )
+            manifest = self.load_manifest(tenant, latest)
+            snap = Snapshot(manifest, self.store, self.cache, self.dim, current, memo=st.views)
             self._install(st, snap)
             return snap
 
@@ -280,7 +282,8 @@ class Lake:
         except MemlakeError:
             pass  # the hint is an optimisation; readers probe forward from any older value
         with st.read_lock:
-            self._install(st, Snapshot(manifest, self.store, self.cache, self.dim, prev))
+            snap = Snapshot(manifest, self.store, self.cache, self.dim, prev, memo=st.views)
+            self._install(st, snap)
 
     def replace_segments(
         self, tenant: str, build: Callable[[Snapshot], Manifest | None]

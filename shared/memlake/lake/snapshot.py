@@ -2,7 +2,9 @@
 
 Each table view resolves "latest version of a row wins" once per snapshot: an index from id to
 (seq, segment, row) over every segment the manifest lists. A newer snapshot whose segment list
-only appends to an older one's reuses the older index and reads just the new segments.
+only appends to an older one's reuses the older index and reads just the new segments: the
+lake keeps, per tenant and table, the newest view whose index was built (the "memo"), so a
+table untouched by the last commits is not re-indexed when a snapshot is next asked for it.
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ class TableView:
         cache: SegmentCache,
         dim: int,
         previous: TableView | None = None,
+        version: int = 0,
+        memo: dict[str, TableView] | None = None,
     ) -> None:
         self.name = name
+        self.version = version
+        self._memo = memo
         self.segments = segments
         self.schema = table_spec(name).schema(dim)
         self._store = store
@@ -73,6 +79,11 @@ class TableView:
             with self._lock:
                 if self._index is None:
                     self._index = self._build()
+                    memo = self._memo
+                    if memo is not None:
+                        newest = memo.get(self.name)
+                        if newest is None or newest.version < self.version:
+                            memo[self.name] = self
         return self._index
 
     def get(self, row_id: str) -> dict[str, Any] | None:
@@ -115,8 +126,10 @@ class Snapshot:
         cache: SegmentCache,
         dim: int,
         previous: Snapshot | None = None,
+        memo: dict[str, TableView] | None = None,
     ) -> None:
         self.manifest = manifest
+        self._memo = memo
         self._store = store
         self._cache = cache
         self._dim = dim
@@ -140,11 +153,18 @@ class Snapshot:
         with self._lock:
             view = self._views.get(name)
             if view is None:
-                prev = None
-                if self._previous is not None:
-                    prev = self._previous._views.get(name)
+                prev = self._previous._views.get(name) if self._previous is not None else None
+                if (prev is None or prev._index is None) and self._memo is not None:
+                    prev = self._memo.get(name)
                 view = TableView(
-                    name, self.manifest.segments(name), self._store, self._cache, self._dim, prev
+                    name,
+                    self.manifest.segments(name),
+                    self._store,
+                    self._cache,
+                    self._dim,
+                    prev,
+                    self.manifest.version,
+                    self._memo,
                 )
                 self._views[name] = view
             return view
