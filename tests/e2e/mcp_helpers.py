@@ -17,7 +17,15 @@ from mcp.client.streamable_http import streamable_http_client
 
 from .serverproc import free_port, start_server
 
-__all__ = ["call", "connect", "free_port", "run", "serve_in_thread", "serve_subprocess"]
+__all__ = [
+    "assert_tool_error_changes_nothing",
+    "call",
+    "connect",
+    "free_port",
+    "run",
+    "serve_in_thread",
+    "serve_subprocess",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,6 +73,25 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
         return {"is_error": True, **text}
     assert result.structured_content == text
     return {"is_error": False, **result.structured_content}
+
+
+def assert_tool_error_changes_nothing(
+    server: Any, token: str, tool: str, args: dict[str, Any], expect: str
+) -> dict[str, Any]:
+    """Call a tool with bad input: it must fail as a tool error whose message names `expect`
+    and carries a hint, and leave every stored object as it was."""
+    before = server.objects()
+
+    async def scenario() -> dict[str, Any]:
+        async with connect(server.url, token) as client:
+            return await call(client, tool, args)
+
+    result: dict[str, Any] = run(scenario())
+    assert result["is_error"], result
+    assert expect in result["error"]["message"], result["error"]
+    assert result["error"].get("hint"), result["error"]
+    assert server.objects() == before  # nothing written
+    return result
 
 
 def run(coro: Any) -> Any:

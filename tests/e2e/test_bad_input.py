@@ -9,7 +9,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from .conftest import TOKENS, ServerUnderTest
-from .mcp_helpers import call, connect, run
+from .mcp_helpers import assert_tool_error_changes_nothing, call, connect, run
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("add_episode", {"content": 123}, "content"),
@@ -50,16 +50,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
 def test_bad_tool_arguments_are_tool_errors(
     server: ServerUnderTest, tool: str, args: dict[str, Any], expect: str
 ) -> None:
-    before = server.objects()
-
-    async def scenario() -> dict[str, Any]:
-        async with connect(server.url, TOKENS["alpha"]) as client:
-            return await call(client, tool, args)
-
-    result = run(scenario())
-    assert result["is_error"], result
-    assert expect in result["error"]["message"], result["error"]
-    assert server.objects() == before  # nothing written
+    assert_tool_error_changes_nothing(server, TOKENS["alpha"], tool, args, expect)
 
 
 def test_unknown_tool_is_a_protocol_error(server: ServerUnderTest) -> None:

@@ -19,7 +19,7 @@ from tests.unit.test_graph_export import (
 )
 
 from .conftest import TOKENS, ServerUnderTest
-from .mcp_helpers import call, connect, run
+from .mcp_helpers import assert_tool_error_changes_nothing, call, connect, run
 
 pytestmark = pytest.mark.filterwarnings("ignore:'setParseAction' deprecated:DeprecationWarning")
 
@@ -383,14 +383,4 @@ BAD_GRAPH_CALLS: list[tuple[str, dict[str, Any], str]] = [
 def test_bad_graph_arguments_are_tool_errors(
     server: ServerUnderTest, tool: str, args: dict[str, Any], expect: str
 ) -> None:
-    before = server.objects()
-
-    async def scenario() -> dict[str, Any]:
-        async with connect(server.url, TOKENS["alpha"]) as client:
-            return await call(client, tool, args)
-
-    result = run(scenario())
-    assert result["is_error"], result
-    assert expect in result["error"]["message"], result["error"]
-    assert result["error"].get("hint"), result["error"]
-    assert server.objects() == before  # nothing written
+    assert_tool_error_changes_nothing(server, TOKENS["alpha"], tool, args, expect)

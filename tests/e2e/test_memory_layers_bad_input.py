@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from .conftest import API_KEYS, TOKENS, ServerUnderTest
-from .mcp_helpers import call, connect, run, serve_subprocess
+from .mcp_helpers import assert_tool_error_changes_nothing, call, connect, run, serve_subprocess
 
 
 @pytest.fixture(scope="module")
@@ -109,16 +109,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
 def test_bad_arguments_are_tool_errors(
     server: ServerUnderTest, tool: str, args: dict[str, Any], expect: str
 ) -> None:
-    before = server.objects()
-
-    async def scenario() -> dict[str, Any]:
-        async with connect(server.url, TOKENS["alpha"]) as client:
-            return await call(client, tool, args)
-
-    result = run(scenario())
-    assert result["is_error"], result
-    assert expect in result["error"]["message"], result["error"]
-    assert server.objects() == before
+    assert_tool_error_changes_nothing(server, TOKENS["alpha"], tool, args, expect)
 
 
 async def _ok(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
