@@ -15,6 +15,7 @@ from memlake.services import Services
 from memlake.store.s3 import S3Store
 
 from .mcp_helpers import serve_in_thread, serve_subprocess
+from .serverproc import running_server  # noqa: F401  (fixture: an unauthenticated server)
 
 TOKENS = {"alpha": "tok-alpha-123", "beta": "tok-beta-456"}
 API_KEYS = ",".join(f"{token}:{tenant}" for tenant, token in TOKENS.items())

@@ -166,3 +166,13 @@ def require_node_tools() -> NodeTools:
     if tools is None:
         pytest.skip(f"MCP node tools not installed in {NODE_TOOLS_PREFIX} ({INSTALL_HINT})")
     return tools
+
+
+#: Marks for modules that need the Node tools: skipped, with the way to install them, when absent.
+NODE_TOOLS_MARKS = [
+    pytest.mark.node,
+    pytest.mark.skipif(
+        node_tools() is None,
+        reason=f"MCP node tools not installed in {NODE_TOOLS_PREFIX} ({INSTALL_HINT})",
+    ),
+]

@@ -18,22 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from .serverproc import (  # noqa: F401
-    INSTALL_HINT,
-    MCP_PATH,
-    NODE_TOOLS_PREFIX,
-    node_tools,
-    require_node_tools,
-    running_server,
-)
+from .serverproc import MCP_PATH, NODE_TOOLS_MARKS, require_node_tools
 
-pytestmark = [
-    pytest.mark.node,
-    pytest.mark.skipif(
-        node_tools() is None,
-        reason=f"MCP node tools not installed in {NODE_TOOLS_PREFIX} ({INSTALL_HINT})",
-    ),
-]
+pytestmark = NODE_TOOLS_MARKS
 
 SCENARIOS = {
     # initialize -> InitializeResult with serverInfo/protocolVersion/capabilities, then the

@@ -28,22 +28,9 @@ from typing import Any
 
 import pytest
 
-from .serverproc import (  # noqa: F401
-    INSTALL_HINT,
-    MCP_PATH,
-    NODE_TOOLS_PREFIX,
-    node_tools,
-    require_node_tools,
-    running_server,
-)
+from .serverproc import MCP_PATH, NODE_TOOLS_MARKS, require_node_tools
 
-pytestmark = [
-    pytest.mark.node,
-    pytest.mark.skipif(
-        node_tools() is None,
-        reason=f"MCP node tools not installed in {NODE_TOOLS_PREFIX} ({INSTALL_HINT})",
-    ),
-]
+pytestmark = NODE_TOOLS_MARKS
 
 EXPECTED_TOOLS = {"add_episode", "get_episode", "delete_episode", "list_episodes"}
 CONTENT = "hello from inspector"
