@@ -110,6 +110,13 @@ def time_field(value: str | None, field: str) -> datetime | None:
     return None if value is None else parse_time(value, field=field)
 
 
+def check_span(started_at: str | None, ended_at: str | None) -> None:
+    """An episode's started_at must not be after its ended_at."""
+    start, end = time_field(started_at, "started_at"), time_field(ended_at, "ended_at")
+    if start and end and start > end:
+        raise ValueError("started_at is after ended_at")
+
+
 class TimeRange(Input):
     time_start: IsoTime | None = Field(None, description="Only episodes at or after this time")
     time_end: IsoTime | None = Field(None, description="Only episodes at or before this time")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from memlake.episodes import EpisodeFields
@@ -61,18 +59,7 @@ class LinkedEpisode(LinkFields):
 
 
 class EpisodeBase(EpisodeFields):
-    """An episode as public_view() shows it."""
-
-    id: str
-    content: str = Field(description="events (markdown); cut to 500 characters in listings")
-    content_truncated: bool
-    summary: str | None
-    context: str | None
-    metadata: dict[str, Any]
-    entity_ids: list[str] = Field(description="Ids passed to add_episode, as given")
-    created_at: str
-    started_at: str | None
-    ended_at: str | None
+    """An episode as public_view() shows it (content holds upsert_episode's events)."""
 
 
 class LayerEpisode(EpisodeBase):

@@ -21,6 +21,7 @@ from memlake.models import (
     IsoTime,
     Output,
     check_metadata,
+    check_span,
     time_field,
 )
 from memlake.search.indexing import embed_ahead
@@ -59,10 +60,7 @@ class AddEpisodeInput(Input):
 
     @model_validator(mode="after")
     def _times(self) -> AddEpisodeInput:
-        start = time_field(self.started_at, "started_at")
-        end = time_field(self.ended_at, "ended_at")
-        if start and end and start > end:
-            raise ValueError("started_at is after ended_at")
+        check_span(self.started_at, self.ended_at)
         return self
 
 

@@ -34,6 +34,7 @@ from memlake.models import (
     Input,
     IsoTime,
     check_metadata,
+    check_span,
     time_field,
 )
 from memlake.timeutil import now
@@ -84,10 +85,7 @@ class UpsertEpisodeInput(Input):
 
     @model_validator(mode="after")
     def _times(self) -> UpsertEpisodeInput:
-        start = time_field(self.started_at, "started_at")
-        end = time_field(self.ended_at, "ended_at")
-        if start and end and start > end:
-            raise ValueError("started_at is after ended_at")
+        check_span(self.started_at, self.ended_at)
         return self
 
 
