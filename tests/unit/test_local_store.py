@@ -39,7 +39,12 @@ def test_exactly_one_of_many_racing_creators_wins(tmp_path: Path) -> None:
         winners: list[int] = []
         barrier = threading.Barrier(16)
 
-        def racer(i: int, key: str = f"race/{trial}") -> None:
+        def racer(
+            i: int,
+            key: str = f"race/{trial}",
+            barrier: threading.Barrier = barrier,
+            winners: list[int] = winners,
+        ) -> None:
             barrier.wait()
             try:
                 store.put(key, str(i).encode(), if_absent=True)
