@@ -66,6 +66,11 @@ def _merge(snap: Snapshot, table: str, run: range) -> tuple[pa.Table, int]:
     ids = merged.column("id").to_pylist()
     keep = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
     merged = merged.take(pa.array(keep, pa.int64()))
+    expired = table_spec(table).expired
+    if expired is not None:  # expired rows become tombstones (then dropped like any tombstone)
+        dead = pc.or_(merged.column("_deleted"), expired(merged))
+        at = merged.schema.get_field_index("_deleted")
+        merged = merged.set_column(at, pa.field("_deleted", pa.bool_(), nullable=False), dead)
     if run.start == 0:
         merged = merged.filter(pc.invert(merged.column("_deleted")))
     merged = merged.drop_columns(["__order"])

@@ -58,6 +58,8 @@ class TableSpec:
     schema_for_dim: Callable[[int], pa.Schema]
     #: columns whose min/max/distinct values the manifest keeps per segment, for pruning
     stat_columns: tuple[str, ...] = field(default=())
+    #: rows this mask selects become tombstones when compacted (expired idempotency keys)
+    expired: Callable[[pa.Table], pa.Array] | None = None
 
     def schema(self, dim: int = DEFAULT_DIM) -> pa.Schema:
         return self.schema_for_dim(dim)
