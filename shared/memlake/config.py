@@ -18,6 +18,13 @@ def _int(name: str, default: int) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _positive(name: str, default: int) -> int:
+    value = _int(name, default)
+    if value <= 0:
+        raise ConfigurationError(f"{name} must be a positive integer, got {value}")
+    return value
+
+
 def _list(name: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
 
@@ -46,6 +53,8 @@ class Settings:
     bedrock_dimensions: int = 1024
     #: where loaded index shards are also kept on disk ("" = memory only; /tmp on Lambda)
     shard_cache_dir: str = ""
+    #: how long an idempotency key's first result is replayed (docs/decisions/1051)
+    idempotency_ttl_seconds: int = 24 * 3600
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -76,6 +85,7 @@ class Settings:
             embedder=_embedder(),
             bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),
             bedrock_dimensions=_int("MEMLAKE_BEDROCK_DIMENSIONS", 1024),
+            idempotency_ttl_seconds=_positive("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
             shard_cache_dir=os.environ.get(
                 "MEMLAKE_SHARD_CACHE_DIR",
                 "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",

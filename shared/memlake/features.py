@@ -14,6 +14,7 @@ FEATURE_MODULES: tuple[str, ...] = (
     "memlake.search.indexing",  # hybrid search: episode_chunks table, index shards on commit
     "memlake.layers.tables",  # memory layers: threads, messages, concepts, concept links
     "memlake.relationships",  # relationship graph (+ its audit table)
+    "memlake.idempotency",  # idempotency keys of add_episode, add_thread, upsert_concept
 )
 
 _loaded = False

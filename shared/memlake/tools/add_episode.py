@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from memlake import idempotency
 from memlake.episodes import TABLE, EpisodeFields, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
@@ -45,6 +46,7 @@ class AddEpisodeInput(Input):
     )
     started_at: IsoTime | None = Field(None, description="When the experience began (ISO 8601)")
     ended_at: IsoTime | None = Field(None, description="When it ended (ISO 8601)")
+    idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
     @field_validator("content")
     @classmethod
@@ -81,6 +83,10 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
             f"content is {size:,} bytes; the limit is {ctx.settings.max_content_bytes:,}",
             hint="Split it into several episodes, or store a summary with the key passages.",
         )
+    scope = idempotency.Scope.of(ctx, SPEC.name, args)
+    first = idempotency.earlier_result(ctx, scope, AddEpisodeOutput)
+    if first is not None:  # a retry: no embedding, no write
+        return first
     episode_id = new_id()
     created = now()
     entity_ids = list(dict.fromkeys(args.entity_ids or []))
@@ -97,20 +103,22 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
         "ended_at": time_field(args.ended_at, "ended_at"),
     }
 
-    def change(txn: Transaction) -> list[EntityLinkFailure]:
+    def change(txn: Transaction) -> AddEpisodeOutput:
         txn.put(TABLE, row)
         # seed 000's extracted_from: each existing concept is linked at its position (1.0)
         missing = link_extracted(txn, episode_id, entity_ids)
-        return [EntityLinkFailure(entity_id=e, reason="no concept with this id") for e in missing]
+        failures = [
+            EntityLinkFailure(entity_id=e, reason="no concept with this id") for e in missing
+        ]
+        return AddEpisodeOutput(
+            **public_view(row, full_content=False),
+            linked_entities=len(entity_ids) - len(failures),
+            failed_entity_ids=failures,
+        )
 
     embed_ahead(ctx.lake, row)  # vectors computed outside the commit lock (search indexing)
-    failures = ctx.lake.commit(ctx.tenant, change)
-    view = public_view(row, full_content=False)
-    return AddEpisodeOutput(
-        **view,
-        linked_entities=len(entity_ids) - len(failures),
-        failed_entity_ids=failures,
-    )
+    # the key's record commits with the episode; a racing retry gets this result back
+    return idempotency.commit_once(ctx, scope, AddEpisodeOutput, change)
 
 
 SPEC = ToolSpec(
@@ -119,6 +127,8 @@ SPEC = ToolSpec(
     description=(
         "Store a conversation or experience as an episodic memory. Returns its id (time-sortable)."
         " Use started_at/ended_at for when it happened; context scopes it to a project."
+        " Pass idempotency_key (a fresh UUID) to make retries safe: a repeat returns the"
+        " first result instead of storing a duplicate."
     ),
     input_model=AddEpisodeInput,
     output_model=AddEpisodeOutput,

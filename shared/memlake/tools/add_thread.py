@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from memlake import idempotency
 from memlake.lake import Transaction
 from memlake.layers import threads
 from memlake.layers.fields import MAX_MESSAGES_PER_CALL, MessageIn, Title
@@ -23,6 +24,7 @@ class AddThreadInput(Input):
         max_length=MAX_MESSAGES_PER_CALL,
         description="First messages, in order (up to 100; append_thread_messages adds more)",
     )
+    idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
 
 def run(ctx: ToolContext, args: AddThreadInput) -> ThreadView:
@@ -31,7 +33,8 @@ def run(ctx: ToolContext, args: AddThreadInput) -> ThreadView:
     def change(txn: Transaction) -> ThreadView:
         return ThreadView(**threads.view(threads.create(txn, row, args.messages)))
 
-    return ctx.lake.commit(ctx.tenant, change)
+    scope = idempotency.Scope.of(ctx, SPEC.name, args)
+    return idempotency.commit_once(ctx, scope, ThreadView, change)
 
 
 SPEC = ToolSpec(
@@ -41,7 +44,8 @@ SPEC = ToolSpec(
         "Store a raw conversation (messages with role, content, time) as a thread. New threads"
         " are pending: an agent finds them with get_pending_threads, claims one with"
         " mark_thread_status(status='processing'), writes an episode with upsert_episode"
-        " (source_thread_id) and marks it completed."
+        " (source_thread_id) and marks it completed. Pass idempotency_key (a fresh UUID) to"
+        " make retries safe: a repeat returns the first thread instead of a duplicate."
     ),
     input_model=AddThreadInput,
     output_model=ThreadView,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from memlake import idempotency
 from memlake.ids import new_id
 from memlake.lake import Transaction
 from memlake.layers import concepts
@@ -22,6 +23,7 @@ class UpsertConceptInput(Input):
     parent_id: ConceptId | None = Field(
         None, description="Parent concept (hierarchy); null makes it top-level"
     )
+    idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
 
 class UpsertConceptOutput(Output):
@@ -31,14 +33,15 @@ class UpsertConceptOutput(Output):
 
 def run(ctx: ToolContext, args: UpsertConceptInput) -> UpsertConceptOutput:
     concept_id = args.id or new_id()
-    given = {k: getattr(args, k) for k in args.model_fields_set - {"id"}}
+    given = {k: getattr(args, k) for k in args.model_fields_set - {"id", idempotency.FIELD}}
     at = now()
 
     def change(txn: Transaction) -> UpsertConceptOutput:
         row, created = concepts.upsert(txn, concept_id, given, at)
         return UpsertConceptOutput(concept=ConceptView(**concepts.view(row)), created=created)
 
-    return ctx.lake.commit(ctx.tenant, change)
+    scope = idempotency.Scope.of(ctx, SPEC.name, args)
+    return idempotency.commit_once(ctx, scope, UpsertConceptOutput, change)
 
 
 SPEC = ToolSpec(
@@ -47,7 +50,8 @@ SPEC = ToolSpec(
     description=(
         "Create or update a concept: extracted, reusable knowledge (a person, technology,"
         " decision...). parent_id places it in a hierarchy (cycles are refused). On update,"
-        " fields you pass replace and fields you omit keep."
+        " fields you pass replace and fields you omit keep. Pass idempotency_key (a fresh"
+        " UUID) to make retries safe: a repeat returns the first result instead of writing."
     ),
     input_model=UpsertConceptInput,
     output_model=UpsertConceptOutput,
