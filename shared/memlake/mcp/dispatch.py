@@ -7,7 +7,6 @@ per request by the transport and passed in.
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -148,7 +147,3 @@ def dispatch(
             f"{method} does not exist in protocol 2026-07-28; use server/discover",
         )
     raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
-
-
-def dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
