@@ -22,6 +22,7 @@ from memlake.mcp.protocol import (
     SUPPORTED_VERSIONS,
     RpcError,
 )
+from memlake.mcp.wire import dumps as dumps  # re-exported: its home is memlake.mcp.wire
 from memlake.tools.base import ToolContext
 from memlake.tools.registry import all_tools, get_tool
 
