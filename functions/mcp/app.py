@@ -21,6 +21,7 @@ from memlake.config import settings
 from memlake.mcp.apigw import (
     ApiGatewayMcp,
     LazyServices,
+    internal_error,
     principal_from_claims,
     response_to_event,
     rpc_summary,
@@ -50,6 +51,15 @@ def endpoint() -> ApiGatewayMcp:
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Never raises: whatever fails becomes a JSON-RPC error response (a bug: 500, -32603)."""
+    try:
+        return _serve(event)
+    except Exception:
+        rid = getattr(context, "aws_request_id", None)
+        return response_to_event(internal_error(rid if isinstance(rid, str) else None))
+
+
+def _serve(event: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     mcp = endpoint()
     req, resp = mcp.handle(event)

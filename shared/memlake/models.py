@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from memlake.ids import check_id
+from memlake.jsonshape import exceeds_depth, lone_surrogate
 from memlake.timeutil import parse_time
 
 MAX_SUMMARY_CHARS = 4_000
@@ -30,9 +31,19 @@ PREVIEW_CHARS = 500
 
 
 class Input(BaseModel):
-    """Base of tool inputs: unknown arguments are errors. Text is kept exactly as given."""
+    """Base of tool inputs: unknown arguments are errors. Text is kept exactly as given, and
+    must be Unicode: a lone surrogate anywhere (a value, a key, nested) is rejected here, once
+    for every tool and every door, before it can reach storage (docs/decisions/1011)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode_only(cls, data: Any) -> Any:
+        problem = lone_surrogate(data)
+        if problem:
+            raise ValueError(problem)
+        return data
 
 
 class Output(BaseModel):
@@ -75,24 +86,17 @@ IsoTime = Annotated[
 ]
 
 
-def _depth(value: Any, level: int = 1) -> int:
-    if isinstance(value, dict):
-        return max([level, *(_depth(v, level + 1) for v in value.values())])
-    if isinstance(value, list):
-        return max([level, *(_depth(v, level + 1) for v in value)])
-    return level - 1
-
-
 def check_metadata(value: dict[str, Any] | None) -> dict[str, Any] | None:
     if value is None:
         return None
+    # depth first, without recursion: json.dumps below recurses once per level
+    if exceeds_depth(value, MAX_METADATA_DEPTH):
+        raise ValueError(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels")
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if len(text.encode()) > MAX_METADATA_BYTES:
         raise ValueError(
             f"metadata is {len(text.encode())} bytes as JSON; the limit is {MAX_METADATA_BYTES}"
         )
-    if _depth(value) > MAX_METADATA_DEPTH:
-        raise ValueError(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels")
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()

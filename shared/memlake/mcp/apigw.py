@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -21,12 +21,15 @@ from typing import Any, cast
 
 from memlake.config import Settings
 from memlake.ids import TENANT_PATTERN
+from memlake.jsonshape import escaped
 from memlake.lake import Lake
 from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp, OriginPolicy, _error_response
-from memlake.mcp.protocol import INVALID_REQUEST
+from memlake.mcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
+from memlake.mcp.wire import BadMessage, parse_body
 from memlake.services import Services
 from memlake.tools.base import Principal
 
+log = logging.getLogger("memlake.mcp")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9=_+/-]{1,64}$")
 _NOT_TENANT_CHARS = re.compile(r"[^a-z0-9_-]+")
 SLUG_CHARS = 40
@@ -97,8 +100,8 @@ def request_from_event(event: dict[str, Any]) -> ApiGatewayRequest:
             body = base64.b64decode(raw, validate=True)
         except (binascii.Error, ValueError) as e:
             raise ValueError("body is not valid base64") from e
-    else:
-        body = str(raw).encode("utf-8")
+    else:  # a lone surrogate in the text stays invalid UTF-8: a parse error, not a crash
+        body = str(raw).encode("utf-8", "surrogatepass")
     rid = ctx.get("requestId")
     request_id = rid if isinstance(rid, str) and _REQUEST_ID.match(rid) else None
     return ApiGatewayRequest(method, path, headers, body, request_id, jwt_claims(event))
@@ -127,8 +130,8 @@ def rpc_summary(req: HttpRequest | None) -> tuple[str, str]:
     if req is None or not req.body:
         return "-", "-"
     try:
-        message = json.loads(req.body)
-    except (ValueError, UnicodeDecodeError):
+        message = parse_body(req.body)
+    except BadMessage:
         return "-", "-"
     if not isinstance(message, dict):
         return "-", "-"
@@ -136,9 +139,19 @@ def rpc_summary(req: HttpRequest | None) -> tuple[str, str]:
     params = message.get("params")
     name = params.get("name") if isinstance(params, dict) else None
     return (
-        method[:64] if isinstance(method, str) else "-",
-        name[:64] if isinstance(name, str) and method == "tools/call" else "-",
+        escaped(method, 64) if isinstance(method, str) else "-",
+        escaped(name, 64) if isinstance(name, str) and method == "tools/call" else "-",
     )
+
+
+def internal_error(request_id: str | None) -> HttpResponse:
+    """The answer when the transport itself failed (a bug): logged with its traceback."""
+    ref = request_id or "-"
+    log.exception("unhandled error in the MCP transport (request %s)", ref)
+    resp = _error_response(500, INTERNAL_ERROR, f"Internal error (reference {ref})")
+    if request_id:
+        resp.headers["x-request-id"] = request_id
+    return resp
 
 
 class LazyServices:
@@ -196,11 +209,19 @@ class ApiGatewayMcp:
         return principal_from_claims(getattr(req, "claims", None), claim)
 
     def handle(self, event: dict[str, Any]) -> tuple[ApiGatewayRequest | None, HttpResponse]:
+        """Never raises: an event it cannot read is a 400, a failure of ours a JSON-RPC
+        internal error (500) with a reference; both are logged, the second with a traceback."""
         try:
             req = request_from_event(event)
         except ValueError:
             return None, _error_response(400, INVALID_REQUEST, "Body is not valid base64")
-        return req, self.app.handle(req)
+        except Exception:  # not the shape API Gateway sends
+            log.warning("unreadable API Gateway event", exc_info=True)
+            return None, _error_response(400, INVALID_REQUEST, "Malformed API Gateway event")
+        try:
+            return req, self.app.handle(req)
+        except Exception:
+            return req, internal_error(req.request_id)
 
     def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
         return response_to_event(self.handle(event)[1])

@@ -7,7 +7,6 @@ per request by the transport and passed in.
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,6 +22,7 @@ from memlake.mcp.protocol import (
     SUPPORTED_VERSIONS,
     RpcError,
 )
+from memlake.mcp.wire import dumps as dumps  # re-exported: its home is memlake.mcp.wire
 from memlake.tools.base import ToolContext
 from memlake.tools.registry import all_tools, get_tool
 
@@ -148,7 +148,3 @@ def dispatch(
             f"{method} does not exist in protocol 2026-07-28; use server/discover",
         )
     raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
-
-
-def dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from memlake.mcp.dispatch import SERVER_INFO, dispatch, dumps
+from memlake.mcp.dispatch import SERVER_INFO, dispatch
 from memlake.mcp.protocol import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -31,11 +31,11 @@ from memlake.mcp.protocol import (
     META_SERVER_INFO,
     META_VERSION,
     MODERN_VERSIONS,
-    PARSE_ERROR,
     SUPPORTED_VERSIONS,
     UNSUPPORTED_VERSION,
     RpcError,
 )
+from memlake.mcp.wire import BadMessage, check_params, classify, dumps, parse_body
 from memlake.services import Services
 from memlake.tools.base import Principal, ToolContext
 
@@ -163,9 +163,9 @@ class McpHttpApp:
             limit = self.services.settings.max_request_bytes
             return _error_response(413, INVALID_REQUEST, f"Request body over {limit} bytes")
         try:
-            message = json.loads(req.body)
-        except (ValueError, UnicodeDecodeError):
-            return _error_response(400, PARSE_ERROR, "Parse error: the body is not valid JSON")
+            message = parse_body(req.body)
+        except BadMessage as e:
+            return _error_response(400, e.code, e.message)
         return self._message(req, message, principal)
 
     def _message(self, req: HttpRequest, message: Any, principal: Principal) -> HttpResponse:
@@ -173,8 +173,11 @@ class McpHttpApp:
             return _error_response(400, INVALID_REQUEST, "Batches are not supported")
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _error_response(400, INVALID_REQUEST, "Invalid Request: not JSON-RPC 2.0")
+        try:
+            kind = classify(message)
+        except BadMessage as e:
+            return _error_response(400, e.code, e.message, e.msg_id)
         msg_id = message.get("id")
-        method = message.get("method")
         header_version = req.header("mcp-protocol-version")
         if header_version is not None and header_version not in (
             *SUPPORTED_VERSIONS,
@@ -187,19 +190,18 @@ class McpHttpApp:
                 msg_id,
                 {"supported": list(SUPPORTED_VERSIONS), "requested": header_version[:40]},
             )
-        if method is None:  # a response or stray message from the client
+        if kind != "request":  # a notification, or a response to nothing we asked
             return HttpResponse(202)
-        if not isinstance(method, str) or (
-            msg_id is not None and not isinstance(msg_id, (str, int))
-        ):
-            return _error_response(400, INVALID_REQUEST, "Invalid Request", None)
-        if "id" not in message:  # notification
-            return HttpResponse(202)
+        method: str = message["method"]
         params = message.get("params", {})
         if params is None:
             params = {}
         if not isinstance(params, dict):
             return _error_response(400, INVALID_PARAMS, "params must be an object", msg_id)
+        try:
+            check_params(method, params, msg_id)
+        except BadMessage as e:
+            return _error_response(400, e.code, e.message, e.msg_id)
         request_id = req.request_id or uuid.uuid4().hex[:16]
         try:
             modern = self._check_era(req, method, params, header_version)
