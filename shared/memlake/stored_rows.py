@@ -204,7 +204,7 @@ class ConceptRow(StoredRow):
 class LinkRow(StoredRow):
     concept_id: StoredId
     episode_id: StoredId
-    position: int | None = Field(None, ge=0)
+    position: int | None = Field(None, ge=0, le=100_000)
     confidence: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     created_at: datetime
 
