@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memlake.config import Settings
-from memlake.errors import MemlakeError
+from memlake.errors import MemlakeError, NotFound
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -48,14 +48,16 @@ def _cmd_gc(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from memlake.services import Services
-    from memlake.transfer import export_tenant
+    from memlake.transfer import export_tenant, tenant_snapshot
 
     services = Services.build(_settings(args))
+    vectors = not args.no_vectors
     if args.output:
+        tenant_snapshot(services.lake, args.tenant)  # a mistyped tenant leaves no empty file
         with open(args.output, "wb") as out:
-            counts = export_tenant(services.lake, args.tenant, out)
+            counts = export_tenant(services.lake, args.tenant, out, vectors=vectors)
     else:
-        counts = export_tenant(services.lake, args.tenant, sys.stdout.buffer)
+        counts = export_tenant(services.lake, args.tenant, sys.stdout.buffer, vectors=vectors)
         sys.stdout.flush()
     print("exported " + ", ".join(f"{t}: {n}" for t, n in counts.items()), file=sys.stderr)
     return 0
@@ -75,7 +77,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
             path = Path(tmp, "stdin.jsonl")
             with path.open("wb") as fh:
                 shutil.copyfileobj(sys.stdin.buffer, fh)
-        report = import_tenant(services.lake, args.tenant, path, batch_size=args.batch_size)
+        report = import_tenant(
+            services.lake,
+            args.tenant,
+            path,
+            batch_size=args.batch_size,
+            max_content_bytes=services.settings.max_content_bytes,
+        )
     print(
         f"imported {report.rows} rows: {report.written} written, {report.unchanged} unchanged,"
         f" {report.commits} commits",
@@ -110,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--tenant", required=True)
     exp.add_argument("--data", help="local lake directory (default: MEMLAKE_* settings, e.g. S3)")
     exp.add_argument("--output", "-o", help="write to this file instead of stdout")
+    exp.add_argument(
+        "--no-vectors",
+        action="store_true",
+        help="leave out search vectors (most of the size); import embeds those episodes again",
+    )
     exp.set_defaults(func=_cmd_export)
 
     imp = sub.add_parser("import", help="load a `memlake export` file into a tenant")
@@ -131,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except NotFound as e:  # e.g. export of a tenant the lake has no data for
+        print(f"memlake: {e.message}", file=sys.stderr)
+        return 1
     except MemlakeError as e:
         print(f"memlake: {e.message}", file=sys.stderr)
         return 2

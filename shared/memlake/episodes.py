@@ -1,11 +1,17 @@
-"""Episodes in the lake: the row shape, the public view of a row, and time-range listing."""
+"""Episodes in the lake: the row shape, the public view of a row, and time-range listing.
+
+A stored row that cannot be shown (written by an older version, or damaged) never fails a read
+for the whole tenant: readers build views through view_or_skip, which skips such a row, logs
+its id and counts it (metric BadRowsSkipped, memlake.observability.count).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,9 +21,13 @@ from memlake.errors import NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.models import PREVIEW_CHARS, Output
+from memlake.observability import count
 from memlake.timeutil import iso
 
 TABLE = "episodes"
+BAD_ROW_METRIC = "BadRowsSkipped"
+log = logging.getLogger(__name__)
+V = TypeVar("V")
 
 
 def not_found(episode_id: str) -> NotFound:
@@ -25,6 +35,28 @@ def not_found(episode_id: str) -> NotFound:
         f"episode {episode_id} not found",
         hint="Check the id, or use list_episodes / search_episodes to find episodes.",
     )
+
+
+def unreadable(episode_id: str) -> NotFound:
+    return NotFound(
+        f"episode {episode_id} is stored in a form this server cannot read, so it is skipped",
+        hint="delete_episode removes it; other episodes are not affected.",
+    )
+
+
+def skipped(episode_id: object, problem: object) -> None:
+    """Log and count a row a read leaves out."""
+    log.warning("skipped unreadable episode row %r: %.300s", episode_id, problem)
+    count(BAD_ROW_METRIC)
+
+
+def view_or_skip(row: dict[str, Any], build: Callable[[dict[str, Any]], V]) -> V | None:
+    """build(row), or None (logged and counted) when the stored row cannot be shown."""
+    try:
+        return build(row)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:  # pydantic's errors too
+        skipped(row.get("id"), e)
+        return None
 
 
 def public_view(row: dict[str, Any], *, full_content: bool = True) -> dict[str, Any]:
@@ -124,6 +156,11 @@ def filtered(
     end: datetime | None = None,
 ) -> pa.Table:
     table = snap.table(TABLE).live_table()
+    no_time = pc.is_null(table.column("created_at"))
+    if pc.any(no_time).as_py():  # cannot be placed in time (nor shown): skip before paging
+        for episode_id in table.filter(no_time).column("id").to_pylist():
+            skipped(episode_id, "created_at is missing")
+        table = table.filter(pc.invert(no_time))
     if context is not None:
         table = table.filter(pc.equal(table.column("context"), context))
     mask = time_mask(table, start, end)

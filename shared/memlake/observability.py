@@ -9,6 +9,7 @@ when active tracing is on, and POWERTOOLS_TRACE_DISABLED=true turns it off. Else
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
@@ -40,3 +41,26 @@ def make_tracer(service: str) -> TracerLike:
 
     # patch only botocore (the S3 calls); patching every supported library costs imports
     return cast(TracerLike, Tracer(service=service, patch_modules=("botocore",)))
+
+
+# counters ----------------------------------------------------------------------------------
+_counts: dict[str, int] = {}
+_counts_lock = threading.Lock()
+
+
+def count(name: str, value: int = 1) -> None:
+    """Count an event (e.g. "BadRowsSkipped"): in this process (counts(), for the local server
+    and tests) and, inside a Lambda function, as a Powertools metric in the "memlake" namespace,
+    which the handler's @metrics.log_metrics flushes with the invocation's other metrics."""
+    with _counts_lock:
+        _counts[name] = _counts.get(name, 0) + value
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        from aws_lambda_powertools import Metrics
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        Metrics(namespace="memlake").add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def counts() -> dict[str, int]:
+    with _counts_lock:
+        return dict(_counts)

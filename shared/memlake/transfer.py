@@ -3,114 +3,66 @@
 Each line is {"table": "<name>", "row": {...}} with JSON-safe values: timestamps as ISO 8601
 UTC, binary as base64, embeddings as lists of floats, NaN as null. Export reads ONE snapshot
 (a consistent point in time) and writes every table the tenant has, table by table, live rows
-only. Import checks the whole file first (known tables, valid ids, known columns, values that
-fit the column type), so a bad line writes nothing; then it commits in batches. A row equal to
-the one the lake holds is skipped, so importing the same file again writes nothing.
+only; without vectors (`--no-vectors`) it leaves out the search vectors (episode_chunks and
+the episodes' embedding column), which are most of an export's bytes. Import checks the whole
+file first (known tables, known columns, values that fit the column type, and every row
+against its table's model in memlake.stored_rows: required fields, ids, limits, enums, time
+spans), so a bad line writes nothing; then it commits in batches. An episode's vectors commit
+with the episode (so they are reused, not recomputed); an episode without them is embedded by
+the lake's write hooks like any new episode (docs/decisions/1031). A row equal to the one the
+lake holds is skipped, so importing the same file again writes nothing.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import math
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
 
-from memlake.errors import InvalidArgument
+from memlake.episodes import TABLE as EPISODES
+from memlake.errors import InvalidArgument, NotFound
 from memlake.features import load_features
 from memlake.ids import check_id, check_tenant
-from memlake.lake import Lake, Transaction
+from memlake.lake import Lake, Snapshot, Transaction
 from memlake.lake.schema import SYSTEM_FIELDS, TABLES, rows_to_table
-from memlake.timeutil import iso, parse_time
+from memlake.search.indexing import CHUNKS_TABLE
+from memlake.stored_rows import check_row
+from memlake.transfer_json import Progress, from_json, json_safe
 
 MAX_LINE_BYTES = 32 * 1024 * 1024
 SYSTEM_COLUMNS = frozenset(f.name for f in SYSTEM_FIELDS)
+VECTOR_COLUMN = "embedding"  # episodes' own vector column (unused by search, kept for export)
 
 
-class Progress:
-    """A one-line progress bar on stderr. Hand-written rather than tqdm: the Lambda image
-    installs exactly pyproject's runtime dependencies, and a CLI-only bar is not worth one."""
-
-    def __init__(self, label: str, total: int, stream: IO[str] | None = None) -> None:
-        self.label, self.total, self.done = label, total, 0
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._drawn = 0.0
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        if self.tty and time.monotonic() - self._drawn > 0.1:
-            self._draw("\r")
-
-    def _draw(self, lead: str) -> None:
-        frac = self.done / self.total if self.total else 1.0
-        bar = "#" * int(frac * 30)
-        self.stream.write(f"{lead}{self.label} [{bar:<30}] {self.done}/{self.total} rows")
-        self.stream.flush()
-        self._drawn = time.monotonic()
-
-    def close(self) -> None:
-        self._draw("\r" if self.tty else "")
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-def json_safe(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return iso(value)
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def from_json(value: Any, typ: pa.DataType, where: str) -> Any:
-    """A JSON value back to what pyarrow expects for `typ` (timestamps, binary, nesting)."""
-    if value is None:
-        return None
-    if pa.types.is_timestamp(typ):
-        if not isinstance(value, str):
-            raise ValueError(f"{where} must be an ISO 8601 time string")
-        return parse_time(value, field=where)
-    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
-        try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, TypeError, ValueError):
-            raise ValueError(f"{where} must be base64 text") from None
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
-        if not isinstance(value, list):
-            raise ValueError(f"{where} must be a list")
-        return [from_json(v, typ.value_type, where) for v in value]
-    if pa.types.is_struct(typ):
-        if not isinstance(value, dict):
-            raise ValueError(f"{where} must be an object")
-        return {f.name: from_json(value.get(f.name), f.type, where) for f in typ}
-    return value
+def tenant_snapshot(lake: Lake, tenant: str) -> Snapshot:
+    """The tenant's newest snapshot; NotFound when the lake holds no data for it."""
+    snap = lake.snapshot(check_tenant(tenant))
+    if snap.version == 0:
+        raise NotFound(
+            f"tenant {tenant} has no data in this lake",
+            hint="Check --tenant and the lake (--data, or MEMLAKE_STORE / MEMLAKE_BUCKET).",
+        )
+    return snap
 
 
 def export_tenant(
-    lake: Lake, tenant: str, out: IO[bytes], *, progress: bool = True
+    lake: Lake, tenant: str, out: IO[bytes], *, progress: bool = True, vectors: bool = True
 ) -> dict[str, int]:
-    """Write every table of the tenant's newest snapshot; returns rows written per table."""
-    snap = lake.snapshot(check_tenant(tenant))
+    """Write every table of the tenant's newest snapshot; returns rows written per table.
+
+    Raises NotFound (before writing a byte) when the lake has no data for the tenant."""
+    snap = tenant_snapshot(lake, tenant)
     load_features()
-    names = sorted(snap.manifest.tables, key=lambda n: (n != "episodes", n))
+    names = sorted(snap.manifest.tables, key=lambda n: (n != EPISODES, n))
+    if not vectors:
+        names = [n for n in names if n != CHUNKS_TABLE]
     tables = {name: snap.table(name).live_table() for name in names}
+    if not vectors and EPISODES in tables and VECTOR_COLUMN in tables[EPISODES].column_names:
+        tables[EPISODES] = tables[EPISODES].drop_columns([VECTOR_COLUMN])
     bar = Progress(f"export {tenant}", sum(t.num_rows for t in tables.values()))
     counts: dict[str, int] = {}
     for name, table in tables.items():
@@ -135,14 +87,20 @@ class ImportReport:
     commits: int = 0
 
 
-def _parse_line(raw: bytes, lineno: int, dim: int) -> tuple[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class _Limits:
+    dim: int
+    max_content_bytes: int | None
+
+
+def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str, Any]]:
     where = f"line {lineno}"
     hint = 'Each line must be {"table": ..., "row": {...}} as `memlake export` writes it.'
     if len(raw) > MAX_LINE_BYTES:
         raise InvalidArgument(f"{where} is over {MAX_LINE_BYTES} bytes", hint=hint)
     try:
         item = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise InvalidArgument(f"{where} is not valid JSON", hint=hint) from None
     if not isinstance(item, dict) or set(item) != {"table", "row"}:
         raise InvalidArgument(f"{where} needs exactly the keys 'table' and 'row'", hint=hint)
@@ -156,7 +114,7 @@ def _parse_line(raw: bytes, lineno: int, dim: int) -> tuple[str, dict[str, Any]]
         check_id(row.get("id"), field=f"{where}: row.id")
     except InvalidArgument as e:
         raise InvalidArgument(e.message, hint=e.hint) from None
-    schema = TABLES[table].schema(dim)
+    schema = TABLES[table].schema(limits.dim)
     unknown = sorted(k for k in row if k not in schema.names or k in SYSTEM_COLUMNS)
     if unknown:
         raise InvalidArgument(
@@ -168,6 +126,7 @@ def _parse_line(raw: bytes, lineno: int, dim: int) -> tuple[str, dict[str, Any]]
         converted = {k: from_json(v, fields[k], f"{where}: {k}") for k, v in row.items()}
     except ValueError as e:
         raise InvalidArgument(str(e), hint=hint) from None
+    check_row(table, converted, where, max_content_bytes=limits.max_content_bytes)
     return table, converted
 
 
@@ -193,16 +152,33 @@ def _normalise(table: str, items: list[_Item], dim: int) -> list[dict[str, Any]]
     return arrow.drop_columns(sorted(SYSTEM_COLUMNS)).to_pylist()  # type: ignore[no-any-return]
 
 
-def _batches(path: Path, dim: int, size: int) -> Iterator[list[_Item]]:
-    batch: list[_Item] = []
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line) of every non-blank line."""
     with path.open("rb") as fh:
+        offset = 0
         for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            batch.append((lineno, *_parse_line(raw, lineno, dim)))
-            if len(batch) >= size:
-                yield batch
-                batch = []
+            if raw.strip():
+                yield lineno, offset, raw
+            offset += len(raw)
+
+
+def _batches(
+    path: Path, limits: _Limits, size: int, vectors_at: dict[str, int] | None = None
+) -> Iterator[list[_Item]]:
+    """The file's rows in batches; with vectors_at, also note where the episode_chunks row of
+    an episode listed before it is (export writes episodes first)."""
+    batch: list[_Item] = []
+    episodes: set[str] = set()
+    for lineno, offset, raw in _lines(path):
+        table, row = _parse_line(raw, lineno, limits)
+        if vectors_at is not None and table == EPISODES:
+            episodes.add(row["id"])
+        elif vectors_at is not None and table == CHUNKS_TABLE and row["id"] in episodes:
+            vectors_at[row["id"]] = offset
+        batch.append((lineno, table, row))
+        if len(batch) >= size:
+            yield batch
+            batch = []
     if batch:
         yield batch
 
@@ -217,21 +193,54 @@ def _normalised(batch: list[_Item], dim: int) -> list[tuple[str, dict[str, Any]]
     return out
 
 
+class _Vectors:
+    """Pairs each episode with its episode_chunks row (found by byte offset in pass 1), so both
+    commit together and the search hook reuses the vectors instead of embedding again."""
+
+    def __init__(self, path: Path, at: dict[str, int], limits: _Limits) -> None:
+        self.path, self.at, self.limits = path, at, limits
+        self.sent: set[str] = set()
+
+    def pair(self, rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        out, extra = [], []
+        with self.path.open("rb") as fh:
+            for table, row in rows:
+                if table == CHUNKS_TABLE and row["id"] in self.sent:
+                    continue  # committed with its episode
+                out.append((table, row))
+                offset = self.at.get(row["id"]) if table == EPISODES else None
+                if offset is not None and row["id"] not in self.sent:
+                    fh.seek(offset)
+                    item = (0, *_parse_line(fh.readline(), 0, self.limits))
+                    extra.extend(_normalised([item], self.limits.dim))
+                    self.sent.add(row["id"])
+        return out + extra
+
+
 def import_tenant(
-    lake: Lake, tenant: str, path: Path, *, batch_size: int = 500, progress: bool = True
+    lake: Lake,
+    tenant: str,
+    path: Path,
+    *,
+    batch_size: int = 500,
+    progress: bool = True,
+    max_content_bytes: int | None = None,
 ) -> ImportReport:
     check_tenant(tenant)
     if not 1 <= batch_size <= 10_000:
         raise InvalidArgument("batch size must be 1-10000")
     load_features()
+    limits = _Limits(lake.dim, max_content_bytes)
     total = 0
-    for batch in _batches(path, lake.dim, batch_size):  # pass 1: check everything
+    vectors_at: dict[str, int] = {}
+    for batch in _batches(path, limits, batch_size, vectors_at):  # pass 1: check everything
         _normalised(batch, lake.dim)
         total += len(batch)
     report = ImportReport(rows=total)
+    vectors = _Vectors(path, vectors_at, limits)
     bar = Progress(f"import {tenant}", total)
-    for batch in _batches(path, lake.dim, batch_size):  # pass 2: commit
-        rows = _normalised(batch, lake.dim)
+    for batch in _batches(path, limits, batch_size):  # pass 2: commit
+        rows = vectors.pair(_normalised(batch, lake.dim))
 
         def change(txn: Transaction, rows: list[tuple[str, dict[str, Any]]] = rows) -> int:
             written = 0
@@ -247,7 +256,7 @@ def import_tenant(
         report.unchanged += len(rows) - written
         report.commits += 1 if written else 0
         if progress:
-            bar.update(len(rows))
+            bar.update(len(batch))
     if progress:
         bar.close()
     return report

@@ -21,6 +21,7 @@ from memlake.lake import Lake
 from memlake.lake.schema import SYSTEM_FIELDS, TABLES, TableSpec
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
+from memlake.stored_rows import ROW_MODELS, StoredRow
 from memlake.transfer import export_tenant, import_tenant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +34,16 @@ def _notes(dim: int) -> pa.Schema:
     )
 
 
+class NoteRow(StoredRow):
+    text: str
+
+
 @pytest.fixture
 def notes_table(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A second table, as later features add them: export must not need to know it."""
+    """A second table, as later features add them (with the model import checks its rows by):
+    export must not need to know it."""
     monkeypatch.setitem(TABLES, "zz_notes", TableSpec("zz_notes", _notes))
+    monkeypatch.setitem(ROW_MODELS, "zz_notes", NoteRow)
     return "zz_notes"
 
 
@@ -133,14 +140,21 @@ def test_reimport_is_idempotent(tmp_path: Path, s3_lake: Lake) -> None:
         ('{"table": "episodes", "row": {"id": "a", "_deleted": true}}', "unknown columns"),
         ('{"table": "episodes", "row": {"id": "a", "created_at": "yesterday"}}', "ISO 8601"),
         ('{"table": "episodes", "row": {"id": "a", "entity_ids": "x"}}', "must be a list"),
-        ('{"table": "episodes", "row": {"id": "a", "embedding": [1, 2]}}', "line 2: the row"),
-        ('{"table": "episodes", "row": {"id": "a", "content": 5}}', "line 2: the row"),
+        (
+            '{"table": "episodes", "row": {"id": "a", "content": "x",'
+            ' "created_at": "2026-01-01T00:00:00Z", "embedding": [1, 2]}}',
+            "line 2: the row does not fit",
+        ),
+        ('{"table": "episodes", "row": {"id": "a", "content": 5}}', "content: Input should be"),
     ],
 )
 def test_a_bad_line_writes_nothing(tmp_path: Path, line: str, needle: str) -> None:
     lake = Lake(LocalStore(tmp_path / "lake"))
     path = tmp_path / "bad.jsonl"
-    good = '{"table": "episodes", "row": {"id": "ok", "content": "fine"}}'
+    good = (
+        '{"table": "episodes", "row": {"id": "ok", "content": "fine",'
+        ' "created_at": "2026-01-01T00:00:00Z"}}'
+    )
     path.write_text(f"{good}\n{line}\n")
     with pytest.raises(InvalidArgument) as err:
         import_tenant(lake, "t", path, progress=False)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from memlake.errors import InvalidArgument
+from memlake.lake import Lake
+from memlake.lake.gc import collect_garbage
 from memlake.store.base import ObjectNotFound, PreconditionFailed
 from memlake.store.local import LocalStore
 
@@ -66,3 +70,56 @@ def test_keys_cannot_escape_the_root(tmp_path: Path, key: str) -> None:
     store = LocalStore(tmp_path / "root")
     with pytest.raises(InvalidArgument):
         store.put(key, b"x")
+
+
+def _leftover(directory: Path, name: str, age_seconds: float) -> Path:
+    """A temporary file as a crashed put leaves it, last written age_seconds ago."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f".tmp-{name}"
+    path.write_bytes(b"half a segment")
+    at = time.time() - age_seconds
+    os.utime(path, (at, at))
+    return path
+
+
+def test_gc_removes_stale_temp_files_and_keeps_fresh_ones(tmp_path: Path) -> None:
+    lake = Lake(LocalStore(tmp_path))
+    lake.commit("t", lambda txn: txn.put("episodes", {"id": "e1", "content": "x"}))
+    segments = tmp_path / "tenants" / "t" / "segments"
+    stale = _leftover(segments, "stale", age_seconds=3600)
+    fresh = _leftover(segments, "fresh", age_seconds=5)
+    other_tenant = _leftover(tmp_path / "tenants" / "u", "stale", age_seconds=3600)
+    report = collect_garbage(lake, "t", grace_seconds=900)
+    assert report.deleted_temp_files == 1
+    assert not stale.exists() and fresh.exists() and other_tenant.exists()
+    assert lake.snapshot("t").table("episodes").get("e1") is not None  # live data untouched
+
+
+def test_gc_never_removes_a_write_in_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put stalled longer than the grace period (its temp file looks stale) keeps its file:
+    the writer holds a lock on it until it is in place, and gc skips files it cannot lock."""
+    store = LocalStore(tmp_path)
+    lake = Lake(store)
+    lake.commit("t", lambda txn: txn.put("episodes", {"id": "e1", "content": "x"}))
+    stalled, release = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        stalled.set()
+        release.wait(10)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    writer = threading.Thread(target=store.put, args=("tenants/t/objects/slow.bin", b"data"))
+    writer.start()
+    assert stalled.wait(10)
+    (tmp,) = (tmp_path / "tenants" / "t" / "objects").glob(".tmp-*")
+    old = time.time() - 3600
+    os.utime(tmp, (old, old))
+    report = collect_garbage(lake, "t", grace_seconds=900)
+    release.set()
+    writer.join(10)
+    assert report.deleted_temp_files == 0
+    assert store.get("tenants/t/objects/slow.bin") == b"data"

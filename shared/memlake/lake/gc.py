@@ -4,6 +4,8 @@ Objects are only removed after a grace period longer than the longest Lambda run
 a writer that has put its segment but not yet committed its manifest never loses it. Old
 manifests older than the history window are removed from the bottom up, keeping versions
 contiguous above the oldest retained one (readers probe forward from any retained version).
+On a local store, temporary files a crashed writer left (`.tmp-*`) older than the same grace
+period go too; one a writer still holds is kept (memlake.store.local).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class GcReport:
     deleted_objects: int = 0
     deleted_manifests: int = 0
     kept_objects: int = 0
+    deleted_temp_files: int = 0
 
 
 def collect_garbage(
@@ -69,4 +72,7 @@ def collect_garbage(
         if v < floor and manifest_versions[v] < grace_cutoff:
             lake.store.delete(keys.manifest_key(tenant, v))
             report.deleted_manifests += 1
+    remove_temp = getattr(lake.store, "remove_stale_temp_files", None)  # LocalStore only
+    if remove_temp is not None:
+        report.deleted_temp_files = remove_temp(prefix, grace_cutoff)
     return report

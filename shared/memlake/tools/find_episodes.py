@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pydantic import Field
 
 from memlake.cursors import fingerprint
-from memlake.episodes import public_view
+from memlake.episodes import public_view, view_or_skip
 from memlake.errors import InvalidArgument
 from memlake.layers import find, links
 from memlake.layers.fields import (
@@ -84,14 +85,21 @@ def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
     else:
         scored, next_cursor, mode = _search(ctx, args, table, start, end), None, "search"
     concept_ids = links.concept_ids_by_episode(snap, [row["id"] for row, _, _ in scored])
-    found = [
-        FoundEpisode(
+
+    def found_view(
+        score: float | None, breakdown: ScoreBreakdown | None, row: dict[str, Any]
+    ) -> FoundEpisode:
+        return FoundEpisode(
             **public_view(row, full_content=False),
             concept_ids=concept_ids.get(row["id"], []),
             score=score,
             breakdown=breakdown,
         )
+
+    found = [
+        e
         for row, score, breakdown in scored
+        if (e := view_or_skip(row, partial(found_view, score, breakdown))) is not None
     ]
     return FindEpisodesOutput(mode=mode, episodes=found, count=len(found), next_cursor=next_cursor)
 

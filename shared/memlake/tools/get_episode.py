@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from memlake.episodes import TABLE, EpisodeFields, not_found, public_view
+from memlake.episodes import TABLE, EpisodeFields, not_found, public_view, unreadable, view_or_skip
 from memlake.layers.links import linked_concepts, links_of_episode
 from memlake.models import EpisodeId, Input
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
@@ -32,7 +32,9 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
     if row is None:
         raise not_found(args.id)
     concept_ids = [lk["concept_id"] for lk in links_of_episode(snap, args.id)]
-    out = GetEpisodeOutput(**public_view(row), concept_ids=concept_ids)
+    out = view_or_skip(row, lambda r: GetEpisodeOutput(**public_view(r), concept_ids=concept_ids))
+    if out is None:
+        raise unreadable(args.id)
     if args.include_entities:
         out.entities = linked_concepts(snap, args.id)
     return out

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
 from memlake.cursors import decode_cursor, encode_cursor, fingerprint
-from memlake.episodes import EpisodeFields, filtered, occurred_bounds, public_view
+from memlake.episodes import EpisodeFields, filtered, occurred_bounds, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
@@ -26,6 +28,10 @@ class ListEpisodesOutput(Output):
     episodes: list[EpisodeSummary]
     count: int
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+
+
+def _summary(row: dict[str, Any]) -> EpisodeSummary:
+    return EpisodeSummary(**public_view(row, full_content=False))
 
 
 def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
@@ -47,7 +53,7 @@ def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     more = len(page) > args.limit
     page = page[: args.limit]
     next_cursor = encode_cursor([page[-1]["__at"], page[-1]["id"]], fp) if more else None
-    episodes = [EpisodeSummary(**public_view(r, full_content=False)) for r in page]
+    episodes = [e for r in page if (e := view_or_skip(r, _summary)) is not None]
     return ListEpisodesOutput(episodes=episodes, count=len(episodes), next_cursor=next_cursor)
 
 

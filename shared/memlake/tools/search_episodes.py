@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from pydantic import Field
 
-from memlake.episodes import EpisodeFields, public_view
+from memlake.episodes import EpisodeFields, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
-from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, hybrid_search
+from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, hybrid_search
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -43,6 +46,12 @@ class SearchEpisodesOutput(Output):
     count: int
 
 
+def _hit(hit: SearchHit, row: dict[str, Any]) -> EpisodeHit:
+    return EpisodeHit(
+        **public_view(row), score=hit.score, breakdown=ScoreBreakdown(**hit.breakdown)
+    )
+
+
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     start, end = args.bounds()
     hits = hybrid_search(
@@ -54,10 +63,7 @@ def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
         end=end,
         recency=args.recency,
     )
-    episodes = [
-        EpisodeHit(**public_view(h.row), score=h.score, breakdown=ScoreBreakdown(**h.breakdown))
-        for h in hits
-    ]
+    episodes = [e for h in hits if (e := view_or_skip(h.row, partial(_hit, h))) is not None]
     return SearchEpisodesOutput(episodes=episodes, count=len(episodes))
 
 
