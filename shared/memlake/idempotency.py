@@ -27,11 +27,12 @@ from typing import Annotated, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from memlake.errors import Conflict
 from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
 from memlake.lake.txn import Transaction
+from memlake.stored_rows import StoredRow, register_row_model
 from memlake.timeutil import iso, now
 from memlake.tools.base import ToolContext
 
@@ -79,6 +80,34 @@ def expired_mask(table: pa.Table) -> pa.Array:
 
 
 register_table(TableSpec(TABLE, _schema, ("expires_at",), expired=expired_mask))
+
+
+class IdempotencyRow(StoredRow):
+    """What `memlake import` accepts for this table: a record a keyed call could have written."""
+
+    id: str = Field(pattern=r"^[0-9a-f]{40}$")
+    tool: str = Field(pattern=r"^[a-z_]{1,64}$")
+    key: IdempotencyKey
+    payload_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    result: str = Field(min_length=2, max_length=1_000_000)
+    created_at: datetime
+    expires_at: datetime
+
+    @model_validator(mode="after")
+    def _consistent(self) -> IdempotencyRow:
+        if self.id != record_id(self.tool, self.key):
+            raise ValueError("id must be record_id(tool, key)")
+        if self.expires_at <= self.created_at:
+            raise ValueError("expires_at must be after created_at")
+        try:
+            if not isinstance(json.loads(self.result), dict):
+                raise ValueError
+        except ValueError:
+            raise ValueError("result must be JSON object text") from None
+        return self
+
+
+register_row_model(TABLE, IdempotencyRow)
 
 
 def record_id(tool: str, key: str) -> str:

@@ -56,7 +56,12 @@ def build_tenant(data: Path, tenant: str = "src") -> Services:
     parent = tool("upsert_concept", name="Storage")["concept"]["id"]
     child = tool("upsert_concept", name="Parquet", kind="technology", parent_id=parent)
     child_id = child["concept"]["id"]
-    a = tool("add_episode", content="We moved the lake to Parquet files", context="memlake")["id"]
+    a = tool(
+        "add_episode",
+        content="We moved the lake to Parquet files",
+        context="memlake",
+        idempotency_key="retry-key-0001",
+    )["id"]
     b = tool("add_episode", content="Compaction merges small segments", entity_ids=[child_id])
     tool(
         "add_episode_relationship",
@@ -126,6 +131,9 @@ POISON: list[tuple[str, Callable[[Row], Row], str]] = [
     ("relationships", lambda r: {**r, "to_id": r["from_id"]}, "same episode"),
     ("audit", lambda r: {**r, "action": "nuke"}, "action"),
     ("audit", lambda r: {**r, "details": "not json"}, "details"),
+    ("idempotency_keys", lambda r: {**r, "key": "other-key-0002"}, "record_id"),
+    ("idempotency_keys", lambda r: {**r, "result": "[]"}, "JSON object"),
+    ("idempotency_keys", lambda r: {**r, "expires_at": r["created_at"]}, "expires_at"),
 ]
 
 
