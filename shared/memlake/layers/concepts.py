@@ -144,6 +144,13 @@ def ancestors(snap: Snapshot, row: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _all_of(masks: list[Any]) -> Any:
+    combined = pc.fill_null(masks[0], False)
+    for mask in masks[1:]:
+        combined = pc.and_(combined, pc.fill_null(mask, False))
+    return combined
+
+
 def find_page(
     snap: Snapshot,
     *,
@@ -168,8 +175,8 @@ def find_page(
         masks.append(pc.equal(table.column("parent_id"), parent_id))
     if concept_ids is not None:
         masks.append(pc.is_in(table.column("id"), value_set=pa.array(concept_ids, pa.string())))
-    for mask in masks:
-        table = table.filter(pc.fill_null(mask, False))
+    if masks:  # every mask is over the full table: combine them, then filter once
+        table = table.filter(_all_of(masks))
     table = table.append_column("__name", pc.utf8_lower(pc.fill_null(table.column("name"), "")))
     if cursor:
         last_name, last_id = decode_cursor(cursor, fp, 2)
