@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memlake.cursors import decode_cursor, encode_cursor
+from memlake.cursors import Pager
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
@@ -160,7 +160,7 @@ def find_page(
     concept_ids: list[str] | None,
     limit: int,
     cursor: str | None,
-    fp: str,
+    pager: Pager,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Concepts by name (case-insensitive, then id), filtered; keyset cursor on (name, id)."""
     table = snap.table(CONCEPTS).live_table()
@@ -179,7 +179,7 @@ def find_page(
         table = table.filter(_all_of(masks))
     table = table.append_column("__name", pc.utf8_lower(pc.fill_null(table.column("name"), "")))
     if cursor:
-        last_name, last_id = decode_cursor(cursor, fp, 2)
+        last_name, last_id = pager.decode(cursor)
         after = pc.or_(
             pc.greater(table.column("__name"), last_name),
             pc.and_(
@@ -191,5 +191,5 @@ def find_page(
     page = rows.to_pylist()
     more = len(page) > limit
     page = page[:limit]
-    next_cursor = encode_cursor([page[-1]["__name"], page[-1]["id"]], fp) if more else None
+    next_cursor = pager.encode([page[-1]["__name"], page[-1]["id"]]) if more else None
     return page, next_cursor
