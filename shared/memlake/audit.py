@@ -141,8 +141,11 @@ def newest_first(
         )
     if action is not None:
         masks.append(pc.equal(table.column("action"), action))
-    for mask in masks:
-        table = table.filter(mask)
+    if masks:  # every mask is over the full table: combine them, then filter once
+        keep = pc.fill_null(masks[0], False)
+        for mask in masks[1:]:
+            keep = pc.and_(keep, pc.fill_null(mask, False))
+        table = table.filter(keep)
     top = pc.select_k_unstable(table, limit + 1, [("id", "descending")])
     rows = table.take(top).to_pylist()
     return [public_view(r) for r in rows[:limit]], len(rows) > limit

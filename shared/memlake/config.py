@@ -55,6 +55,8 @@ class Settings:
     shard_cache_dir: str = ""
     #: how long an idempotency key's first result is replayed (docs/decisions/1051)
     idempotency_ttl_seconds: int = 24 * 3600
+    #: signs page cursors; "" = a random key kept once in the store (docs/decisions/1021)
+    cursor_key: str = field(default="", repr=False)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -90,7 +92,18 @@ class Settings:
                 "MEMLAKE_SHARD_CACHE_DIR",
                 "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",
             ),
+            cursor_key=_cursor_key(),
         )
+
+
+def _cursor_key() -> str:
+    key = os.environ.get("MEMLAKE_CURSOR_KEY", "").strip()
+    if key and len(key) < 32:
+        raise ConfigurationError(
+            "MEMLAKE_CURSOR_KEY must be at least 32 characters (e.g. `openssl rand -hex 32`),"
+            " or unset to keep a generated key in the lake"
+        )
+    return key
 
 
 def _embedder() -> str:

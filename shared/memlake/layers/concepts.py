@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memlake.cursors import decode_cursor, encode_cursor
+from memlake.cursors import Pager
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
@@ -144,6 +144,13 @@ def ancestors(snap: Snapshot, row: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _all_of(masks: list[Any]) -> Any:
+    combined = pc.fill_null(masks[0], False)
+    for mask in masks[1:]:
+        combined = pc.and_(combined, pc.fill_null(mask, False))
+    return combined
+
+
 def find_page(
     snap: Snapshot,
     *,
@@ -153,7 +160,7 @@ def find_page(
     concept_ids: list[str] | None,
     limit: int,
     cursor: str | None,
-    fp: str,
+    pager: Pager,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Concepts by name (case-insensitive, then id), filtered; keyset cursor on (name, id)."""
     table = snap.table(CONCEPTS).live_table()
@@ -168,11 +175,11 @@ def find_page(
         masks.append(pc.equal(table.column("parent_id"), parent_id))
     if concept_ids is not None:
         masks.append(pc.is_in(table.column("id"), value_set=pa.array(concept_ids, pa.string())))
-    for mask in masks:
-        table = table.filter(pc.fill_null(mask, False))
+    if masks:  # every mask is over the full table: combine them, then filter once
+        table = table.filter(_all_of(masks))
     table = table.append_column("__name", pc.utf8_lower(pc.fill_null(table.column("name"), "")))
     if cursor:
-        last_name, last_id = decode_cursor(cursor, fp, 2)
+        last_name, last_id = pager.decode(cursor)
         after = pc.or_(
             pc.greater(table.column("__name"), last_name),
             pc.and_(
@@ -184,5 +191,5 @@ def find_page(
     page = rows.to_pylist()
     more = len(page) > limit
     page = page[:limit]
-    next_cursor = encode_cursor([page[-1]["__name"], page[-1]["id"]], fp) if more else None
+    next_cursor = pager.encode([page[-1]["__name"], page[-1]["id"]]) if more else None
     return page, next_cursor

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memlake.cursors import decode_cursor, encode_cursor
+from memlake.cursors import Pager
 from memlake.episodes import filtered, occurred_bounds
 from memlake.lake.snapshot import Snapshot
 from memlake.layers.tables import LINKS, where
@@ -57,14 +57,14 @@ def filter_episodes(
 
 
 def newest_first(
-    table: pa.Table, *, limit: int, cursor: str | None, fp: str
+    table: pa.Table, *, limit: int, cursor: str | None, pager: Pager
 ) -> tuple[list[dict[str, Any]], str | None]:
     at, _ = occurred_bounds(table)
     table = table.append_column("__at", pc.cast(at, pa.int64()))
     if "embedding" in table.column_names:  # never shown; keep it out of Python
         table = table.drop_columns(["embedding"])
     if cursor:
-        at_us, last_id = decode_cursor(cursor, fp, 2)
+        at_us, last_id = pager.decode(cursor)
         before = pc.or_(
             pc.less(table.column("__at"), at_us),
             pc.and_(pc.equal(table.column("__at"), at_us), pc.less(table.column("id"), last_id)),
@@ -74,5 +74,5 @@ def newest_first(
     page = table.slice(0, limit + 1).to_pylist()
     more = len(page) > limit
     page = page[:limit]
-    next_cursor = encode_cursor([page[-1]["__at"], page[-1]["id"]], fp) if more else None
+    next_cursor = pager.encode([page[-1]["__at"], page[-1]["id"]]) if more else None
     return page, next_cursor

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memlake.cursors import decode_cursor, encode_cursor, fingerprint
+from memlake.cursors import Pager
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.ids import new_id
 from memlake.lake.snapshot import Snapshot
@@ -199,10 +199,9 @@ def bind_episode(txn: Transaction, thread_id: str, episode_id: str) -> None:
 
 
 def pending_page(
-    snap: Snapshot, *, context: str | None, limit: int, cursor: str | None
+    snap: Snapshot, *, context: str | None, limit: int, cursor: str | None, pager: Pager
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Pending threads, oldest first (created_at, id), with a keyset cursor."""
-    fp = fingerprint("pending", context)
     table = snap.table(THREADS).live_table()
     mask = pc.equal(table.column("processing_status"), PENDING)
     if context is not None:
@@ -211,7 +210,7 @@ def pending_page(
     created = pc.cast(table.column("created_at"), pa.int64())
     table = table.append_column("__at", created)
     if cursor:
-        at_us, last_id = decode_cursor(cursor, fp, 2)
+        at_us, last_id = pager.decode(cursor)
         after = pc.or_(
             pc.greater(table.column("__at"), at_us),
             pc.and_(pc.equal(table.column("__at"), at_us), pc.greater(table.column("id"), last_id)),
@@ -221,7 +220,7 @@ def pending_page(
     page = rows.to_pylist()
     more = len(page) > limit
     page = page[:limit]
-    next_cursor = encode_cursor([page[-1]["__at"], page[-1]["id"]], fp) if more else None
+    next_cursor = pager.encode([page[-1]["__at"], page[-1]["id"]]) if more else None
     return page, next_cursor
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 from pydantic import Field
 
-from memlake.cursors import fingerprint
+from memlake.cursors import ID, TEXT, Cursor, pager
 from memlake.layers import concepts, links
 from memlake.layers.fields import ConceptId, ConceptKind, ConceptQuery
 from memlake.layers.models import ConceptView
@@ -21,7 +21,7 @@ class FindConceptsInput(Input):
     parent_id: ConceptId | None = Field(None, description="Only direct children of this concept")
     episode_id: EpisodeId | None = Field(None, description="Only concepts linked to this episode")
     limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
-    cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
+    cursor: Cursor = None
 
 
 class ConceptSummary(ConceptView):
@@ -36,7 +36,8 @@ class FindConceptsOutput(Output):
 
 def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
     snap = ctx.lake.snapshot(ctx.tenant)
-    fp = fingerprint("concepts", args.query, args.kind, args.parent_id, args.episode_id)
+    filters = (args.query, args.kind, args.parent_id, args.episode_id)
+    cursors = pager(ctx, "find_concepts", (TEXT, ID), *filters)
     linked = None
     if args.episode_id is not None:
         linked = [lk["concept_id"] for lk in links.links_of_episode(snap, args.episode_id)]
@@ -48,7 +49,7 @@ def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
         concept_ids=linked,
         limit=args.limit,
         cursor=args.cursor,
-        fp=fp,
+        pager=cursors,
     )
     counts = Counter(
         lk["concept_id"] for lk in where(snap, LINKS, "concept_id", [r["id"] for r in page])

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from memlake.cursors import fingerprint
+from memlake.cursors import ID, INT64, Cursor, pager
 from memlake.episodes import public_view, view_or_skip
 from memlake.errors import InvalidArgument
 from memlake.layers import find, links
@@ -36,7 +36,7 @@ class FindEpisodesInput(TimeRange):
     thread_id: ThreadId | None = Field(None, description="Only the episode of this thread")
     concept_id: ConceptId | None = Field(None, description="Only episodes linked to it")
     limit: int = Field(20, ge=1, le=100, description="1-100 when listing, 1-50 with a query")
-    cursor: str | None = Field(None, max_length=512, description="next_cursor (listing only)")
+    cursor: Cursor = Field(None, description="next_cursor (listing only)")
     recency: bool = Field(True, description="With a query: boost recent episodes slightly")
 
 
@@ -67,17 +67,21 @@ def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
         concept_id=args.concept_id,
     )
     if args.query is None:
-        fp = fingerprint(
-            "episodes",
+        cursors = pager(
+            ctx,
+            "find_episodes",
+            (INT64, ID),
             args.context,
-            args.time_start,
-            args.time_end,
+            start,
+            end,
             args.platform,
             tags,
             args.thread_id,
             args.concept_id,
         )
-        page, next_cursor = find.newest_first(table, limit=args.limit, cursor=args.cursor, fp=fp)
+        page, next_cursor = find.newest_first(
+            table, limit=args.limit, cursor=args.cursor, pager=cursors
+        )
         scored: list[tuple[dict[str, Any], float | None, ScoreBreakdown | None]] = [
             (row, None, None) for row in page
         ]

@@ -7,9 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from memlake import audit
-from memlake.cursors import decode_cursor, encode_cursor, fingerprint
-from memlake.errors import InvalidArgument
-from memlake.ids import ID_PATTERN
+from memlake.cursors import ID, Cursor, pager
 from memlake.models import EpisodeId, Input, Output
 from memlake.relationships.models import RelationshipId
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
@@ -20,7 +18,7 @@ class GetAuditLogInput(Input):
     episode_id: EpisodeId | None = Field(None, description="Only relationships of this episode")
     action: Literal["add_relationship", "remove_relationship", "cascade_delete"] | None = None
     limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
-    cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
+    cursor: Cursor = None
 
 
 class AuditRecord(Output):
@@ -42,18 +40,9 @@ class GetAuditLogOutput(Output):
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
 
 
-def _before_id(cursor: str, fp: str) -> str:
-    (last_id,) = decode_cursor(cursor, fp, 1)
-    if not isinstance(last_id, str) or not ID_PATTERN.match(last_id):
-        raise InvalidArgument(
-            "cursor is not valid", hint="Pass next_cursor exactly as a previous call returned it."
-        )
-    return str(last_id)
-
-
 def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:
-    fp = fingerprint(args.relationship_id, args.episode_id, args.action)
-    before = _before_id(args.cursor, fp) if args.cursor else None
+    cursors = pager(ctx, "audit", (ID,), args.relationship_id, args.episode_id, args.action)
+    before = str(cursors.decode(args.cursor)[0]) if args.cursor else None
     records, more = audit.newest_first(
         ctx.lake.snapshot(ctx.tenant),
         limit=args.limit,
@@ -62,7 +51,7 @@ def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:
         episode_id=args.episode_id,
         action=args.action,
     )
-    next_cursor = encode_cursor([records[-1]["id"]], fp) if more else None
+    next_cursor = cursors.encode([records[-1]["id"]]) if more else None
     return GetAuditLogOutput(
         records=[AuditRecord(**r) for r in records], count=len(records), next_cursor=next_cursor
     )

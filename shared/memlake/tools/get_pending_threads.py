@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from memlake.cursors import ID, INT64, Cursor, pager
 from memlake.layers import threads
 from memlake.layers.models import ThreadView
 from memlake.models import Context, Input, Output
@@ -13,7 +14,7 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 class GetPendingThreadsInput(Input):
     context: Context | None = Field(None, description="Only threads of this project namespace")
     limit: int = Field(10, ge=1, le=100, description="Page size, 1-100")
-    cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
+    cursor: Cursor = None
 
 
 class GetPendingThreadsOutput(Output):
@@ -24,8 +25,9 @@ class GetPendingThreadsOutput(Output):
 
 def run(ctx: ToolContext, args: GetPendingThreadsInput) -> GetPendingThreadsOutput:
     snap = ctx.lake.snapshot(ctx.tenant)
+    cursors = pager(ctx, "pending_threads", (INT64, ID), args.context)
     page, next_cursor = threads.pending_page(
-        snap, context=args.context, limit=args.limit, cursor=args.cursor
+        snap, context=args.context, limit=args.limit, cursor=args.cursor, pager=cursors
     )
     out = [ThreadView(**threads.view(r)) for r in page]
     return GetPendingThreadsOutput(threads=out, count=len(out), next_cursor=next_cursor)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from memlake.cursors import decode_cursor, encode_cursor, fingerprint
+from memlake.cursors import ID, INT64, Cursor, pager
 from memlake.episodes import EpisodeFields, filtered, occurred_bounds, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
@@ -17,7 +17,7 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 class ListEpisodesInput(TimeRange):
     context: Context | None = Field(None, description="Only episodes of this project namespace")
     limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
-    cursor: str | None = Field(None, max_length=512, description="next_cursor of the last page")
+    cursor: Cursor = None
 
 
 class EpisodeSummary(EpisodeFields):
@@ -36,13 +36,13 @@ def _summary(row: dict[str, Any]) -> EpisodeSummary:
 
 def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     start, end = args.bounds()
-    fp = fingerprint(args.context, args.time_start, args.time_end)
+    cursors = pager(ctx, "list_episodes", (INT64, ID), args.context, start, end)
     table = filtered(ctx.lake.snapshot(ctx.tenant), context=args.context, start=start, end=end)
     at, _ = occurred_bounds(table)
     at_us = pc.cast(at, pa.int64())
     table = table.append_column("__at", at_us)
     if args.cursor:
-        cur_at, cur_id = decode_cursor(args.cursor, fp, 2)
+        cur_at, cur_id = cursors.decode(args.cursor)
         before = pc.or_(
             pc.less(table.column("__at"), cur_at),
             pc.and_(pc.equal(table.column("__at"), cur_at), pc.less(table.column("id"), cur_id)),
@@ -52,7 +52,7 @@ def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     page = table.slice(0, args.limit + 1).to_pylist()
     more = len(page) > args.limit
     page = page[: args.limit]
-    next_cursor = encode_cursor([page[-1]["__at"], page[-1]["id"]], fp) if more else None
+    next_cursor = cursors.encode([page[-1]["__at"], page[-1]["id"]]) if more else None
     episodes = [e for r in page if (e := view_or_skip(r, _summary)) is not None]
     return ListEpisodesOutput(episodes=episodes, count=len(episodes), next_cursor=next_cursor)
 
