@@ -69,6 +69,12 @@ class _Protocol(H11Protocol):
     _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # h11 writes a response's head and body separately; without NODELAY, Nagle plus the
+        # client's delayed ACK adds ~40 ms to every keep-alive response (asyncio sets it only
+        # on sockets created with proto=IPPROTO_TCP)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
         self._await_request()
 
@@ -126,6 +132,7 @@ def http_server(app: McpHttpApp, executor: Executor) -> uvicorn.Server:
         ws="none",
         lifespan="off",
         interface="asgi3",
+        loop="asyncio",
         log_config=None,
         access_log=False,
         server_header=False,  # the old one said "memlake Python/3.11.x"

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import socket
+import statistics
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from .rawhttp import Exchange, chunked, connect, exchange, ping, read, request
@@ -238,3 +242,31 @@ def test_client_disconnect_mid_response_logs_no_traceback(server: ServerProcess)
 def threads(server: ServerProcess) -> int:
     status = Path(f"/proc/{server.proc.pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads")))
+
+
+def test_keep_alive_round_trip_has_no_nagle_delay(server: ServerProcess) -> None:
+    """httpx writes a request's head and body separately, as the server does its answer:
+    without TCP_NODELAY every round trip waits ~40 ms for a delayed ACK."""
+    times = []
+    with httpx.Client(headers={**AUTH, "content-type": "application/json"}) as http:
+        for i in range(15):
+            started = time.perf_counter()
+            resp = http.post(server.mcp_url, content=ping(i))
+            times.append(time.perf_counter() - started)
+            assert resp.status_code == 200
+    assert statistics.median(times) < 0.02, times
+
+
+def test_lambda_door_never_imports_the_http_server() -> None:
+    """The Lambda handler keeps its light import path: no uvicorn, no h11, no local server."""
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import sys; sys.path.insert(0, 'functions/mcp'); import app; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'uvicorn', 'h11'}), "
+        "'memlake.server' in sys.modules, 'memlake.mcp.asgi' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "False", "False"]
