@@ -53,6 +53,11 @@ def assert_no_traceback(server: ServerProcess) -> None:
         assert sign not in log, log[-3000:]
 
 
+def threads(server: ServerProcess) -> int:
+    status = Path(f"/proc/{server.proc.pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads")))
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -137,6 +142,7 @@ def test_adversarial_request(server: ServerProcess, case: Case) -> None:
 
 
 def test_server_header_names_no_python_version(server: ServerProcess) -> None:
+    """Defect 12: the Server header said "memlake Python/3.11.x"."""
     got = exchange(port(server), request(ping(), headers=AUTH))
     assert got.statuses == [200]
     assert "python" not in got.responses[0].headers.get("server", "").lower()
@@ -147,10 +153,11 @@ def test_unauthenticated_body_is_not_read(server: ServerProcess, length: int) ->
     """Defect 6: credentials are checked on the headers; the announced body is never awaited."""
     got = exchange(port(server), request(headers={"Content-Length": str(length)}), timeout=4)
     assert got.statuses == [401] and got.closed
-    assert got.seconds < 1, got
+    assert got.seconds < 2, got
 
 
 def test_body_over_the_limit_is_refused_while_it_arrives(server: ServerProcess) -> None:
+    """Defects 2 and 6: a chunked body announces no length; it is counted as it arrives."""
     half = LIMIT // 2 + 1
     head = request(headers=CHUNKED)
     # two chunks whose sum passes the limit at their very last byte (nothing left unread)
@@ -162,10 +169,11 @@ def test_body_over_the_limit_is_refused_while_it_arrives(server: ServerProcess) 
 
 def test_announced_body_over_the_limit_is_refused_before_it_arrives(server: ServerProcess) -> None:
     got = exchange(port(server), request(headers={**AUTH, "Content-Length": str(LIMIT + 1)}))
-    assert got.statuses == [413] and got.closed and got.seconds < 1
+    assert got.statuses == [413] and got.closed and got.seconds < 2
 
 
 def test_slow_body_times_out(server: ServerProcess) -> None:
+    """Defect 6: a body that stops arriving is answered 408 after the body timeout."""
     data = request(headers={**AUTH, "Content-Length": "100"}) + b'{"jsonrpc"'
     got = exchange(port(server), data, timeout=TIMEOUT + 3)
     assert got.statuses == [408] and got.closed
@@ -173,6 +181,7 @@ def test_slow_body_times_out(server: ServerProcess) -> None:
 
 
 def test_connection_sending_nothing_is_closed(server: ServerProcess) -> None:
+    """Defect 6: a half-open connection is closed after the idle timeout."""
     with connect(port(server)) as sock:
         got = read(sock, expect=1, timeout=TIMEOUT + 3, grace=0)
     assert got.closed and got.statuses == []
@@ -180,7 +189,7 @@ def test_connection_sending_nothing_is_closed(server: ServerProcess) -> None:
 
 
 def test_trickled_headers_are_cut_off(server: ServerProcess) -> None:
-    """A slowloris client (a header line every 0.2 s) is cut off at the idle timeout."""
+    """Defect 6: a slowloris client (a header line every 0.2 s) is cut off at the idle timeout."""
     started = time.monotonic()
     with connect(port(server)) as sock:
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -192,6 +201,7 @@ def test_trickled_headers_are_cut_off(server: ServerProcess) -> None:
 
 
 def test_idle_keep_alive_connection_is_closed(server: ServerProcess) -> None:
+    """Defect 6: so is a keep-alive connection that sends no next request."""
     with connect(port(server)) as sock:
         sock.sendall(request(ping(), headers=AUTH))
         got: Exchange = read(sock, expect=1, timeout=TIMEOUT + 3, grace=TIMEOUT + 2)
@@ -214,9 +224,10 @@ def test_half_open_connections_hold_no_threads(server: ServerProcess) -> None:
 
 
 def test_connections_beyond_the_limit_get_503(server: ServerProcess) -> None:
+    """Defect 6: open connections are bounded; beyond the bound a request gets 503 at once."""
     idle = [connect(port(server)) for _ in range(MAX_CONNECTIONS)]
     try:
-        time.sleep(0.2)  # let the server accept them
+        time.sleep(0.1)  # let the server accept them (they time out after TIMEOUT)
         got = exchange(port(server), request(ping(), headers=AUTH))
         assert got.statuses == [503] and got.closed
     finally:
@@ -227,6 +238,7 @@ def test_connections_beyond_the_limit_get_503(server: ServerProcess) -> None:
 
 
 def test_client_disconnect_mid_response_logs_no_traceback(server: ServerProcess) -> None:
+    """Defect 12: every client disconnect logged a BrokenPipe/ConnectionReset traceback."""
     call = {"name": "list_episodes", "arguments": {}}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
     for _ in range(20):
@@ -239,11 +251,6 @@ def test_client_disconnect_mid_response_logs_no_traceback(server: ServerProcess)
     assert_no_traceback(server)
 
 
-def threads(server: ServerProcess) -> int:
-    status = Path(f"/proc/{server.proc.pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads")))
-
-
 def test_keep_alive_round_trip_has_no_nagle_delay(server: ServerProcess) -> None:
     """httpx writes a request's head and body separately, as the server does its answer:
     without TCP_NODELAY every round trip waits ~40 ms for a delayed ACK."""
@@ -254,7 +261,7 @@ def test_keep_alive_round_trip_has_no_nagle_delay(server: ServerProcess) -> None
             resp = http.post(server.mcp_url, content=ping(i))
             times.append(time.perf_counter() - started)
             assert resp.status_code == 200
-    assert statistics.median(times) < 0.02, times
+    assert statistics.median(times) < 0.03, times  # Nagle's delay: 40 ms or more
 
 
 def test_lambda_door_never_imports_the_http_server() -> None:

@@ -85,7 +85,11 @@ class McpAsgi:
         announced = int(length)
         req = HttpRequest(scope["method"], scope["path"], headers)
         has_body = announced > 0 or "transfer-encoding" in headers
-        early = self.app.preflight(req)
+        try:
+            early = self.app.preflight(req)
+        except Exception:  # as for handle() below: a JSON 500, never the server's own page
+            log.exception("unhandled error checking %s %s", req.method, req.path)
+            early = _INTERNAL_ERROR
         if early is not None:
             return await _send(send, early, has_body)
         if announced > self.max_body:
