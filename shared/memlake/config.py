@@ -57,6 +57,15 @@ class Settings:
     idempotency_ttl_seconds: int = 24 * 3600
     #: signs page cursors; "" = a random key kept once in the store (docs/decisions/1021)
     cursor_key: str = field(default="", repr=False)
+    #: `memlake serve`: seconds a connection may take to send a request's headers (after it
+    #: opens or after the previous response), and seconds for a whole request body
+    http_idle_timeout: int = 15
+    http_body_timeout: int = 60
+    #: `memlake serve`: open connections beyond which requests get 503; threads running tools;
+    #: listen backlog
+    http_max_connections: int = 512
+    http_workers: int = 16
+    http_backlog: int = 1024
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -93,6 +102,11 @@ class Settings:
                 "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",
             ),
             cursor_key=_cursor_key(),
+            http_idle_timeout=_int("MEMLAKE_HTTP_IDLE_TIMEOUT", 15),
+            http_body_timeout=_int("MEMLAKE_HTTP_BODY_TIMEOUT", 60),
+            http_max_connections=_int("MEMLAKE_HTTP_MAX_CONNECTIONS", 512),
+            http_workers=_int("MEMLAKE_HTTP_WORKERS", 16),
+            http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024),
         )
 
 

@@ -1,4 +1,9 @@
-"""`memlake serve`: the MCP transport on a local HTTP server (stdlib, threaded).
+"""`memlake serve`: the MCP transport on a local HTTP server (uvicorn over h11).
+
+The server parses and bounds HTTP (chunked bodies, header size, a real listen backlog, idle
+and slow-client timeouts, a connection limit answered with 503); memlake.mcp.asgi reads bodies
+only after the headers passed authentication and runs the blocking McpHttpApp.handle on a
+bounded thread pool. docs/decisions/1001-uvicorn-for-the-local-door.md says why.
 
 Also runs lake maintenance in the background: compaction of tenants whose small segments
 pile up, and garbage collection once an hour.
@@ -6,19 +11,26 @@ pile up, and garbage collection once an hour.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from memlake.config import Settings
 from memlake.errors import ConfigurationError, MemlakeError
 from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
+from memlake.mcp.asgi import McpAsgi
 from memlake.mcp.auth import ApiKeys
-from memlake.mcp.http import LOOPBACK_HOSTS, HttpRequest, HttpResponse, McpHttpApp, OriginPolicy
+from memlake.mcp.http import LOOPBACK_HOSTS, McpHttpApp, OriginPolicy
 from memlake.services import Services
 
 log = logging.getLogger("memlake.server")
@@ -45,61 +57,115 @@ def build_app(services: Services, *, host: str) -> McpHttpApp:
     return McpHttpApp(services, lambda req: keys.authenticate(req.header("authorization")), origins)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "memlake"
-    app: McpHttpApp
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol plus a deadline for the request line and headers.
 
-    def setup(self) -> None:
-        super().setup()
-        # headers and body go out in separate writes; without NODELAY, Nagle plus the
-        # client's delayed ACK adds ~40 ms to every response
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    uvicorn times out a connection left idle after a response, but not one that never sends
+    a request or trickles its headers a byte at a time: each of those would hold a socket
+    forever. Here every connection must deliver a request's headers within the idle timeout
+    of opening or of the previous response.
+    """
 
-    def _serve(self) -> None:
-        limit = self.app.services.settings.max_request_bytes
-        length = int(self.headers.get("content-length") or 0)
-        if length > limit:
-            self.send_response(413)
-            self.send_header("content-type", "application/json")
-            body = (
-                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body over '
-                + str(limit).encode()
-                + b' bytes"}}'
-            )
-            self.send_header("content-length", str(len(body)))
-            self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(body)
-            self.close_connection = True
-            return
-        body = self.rfile.read(length) if length else b""
-        headers: dict[str, str] = {}
-        for name, value in self.headers.items():
-            key = name.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        path = self.path.split("?", 1)[0]
-        try:
-            resp = self.app.handle(HttpRequest(self.command, path, headers, body))
-        except Exception:  # the transport maps every error; this is the last line of defence
-            log.exception("unhandled error serving %s %s", self.command, path)
-            resp = HttpResponse(
-                500,
-                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}',
-                {"content-type": "application/json"},
-            )
-        self.send_response(resp.status)
-        for name, value in resp.headers.items():
-            self.send_header(name, value)
-        self.send_header("content-length", str(len(resp.body)))
-        self.end_headers()
-        if resp.body:
-            self.wfile.write(resp.body)
+    _deadline: asyncio.TimerHandle | None = None
 
-    do_POST = do_GET = do_DELETE = do_PUT = do_PATCH = _serve
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # h11 writes a response's head and body separately; without NODELAY, Nagle plus the
+        # client's delayed ACK adds ~40 ms to every keep-alive response (asyncio sets it only
+        # on sockets created with proto=IPPROTO_TCP)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
+        self._await_request()
 
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
+    def data_received(self, data: bytes) -> None:
+        cycle = self.cycle
+        super().data_received(data)
+        if self.cycle is not cycle:  # the headers of a new request arrived
+            self._cancel_deadline()
+
+    def on_response_complete(self) -> None:
+        cycle = self.cycle
+        self._await_request()
+        super().on_response_complete()
+        if self.cycle is not cycle or self.transport.is_closing():  # pipelined, or closed
+            self._cancel_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+
+    def _await_request(self) -> None:
+        self._cancel_deadline()
+        self._deadline = self.loop.call_later(self.timeout_keep_alive, self._expire)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The bound (not yet listening) server socket; uvicorn listens with the configured backlog."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def http_server(app: McpHttpApp, executor: Executor) -> uvicorn.Server:
+    """uvicorn (h11) serving `app`; see docs/decisions/1001-uvicorn-for-the-local-door.md."""
+    cfg = app.services.settings
+    config = uvicorn.Config(
+        McpAsgi(app, executor, body_timeout=cfg.http_body_timeout),
+        http=_Protocol,
+        ws="none",
+        lifespan="off",
+        interface="asgi3",
+        loop="asyncio",
+        log_config=None,
+        access_log=False,
+        server_header=False,  # the old one said "memlake Python/3.11.x"
+        proxy_headers=False,
+        backlog=cfg.http_backlog,
+        limit_concurrency=cfg.http_max_connections,
+        timeout_keep_alive=cfg.http_idle_timeout,  # and, in _Protocol, the header deadline
+        timeout_graceful_shutdown=5,
+    )
+    return uvicorn.Server(config)
+
+
+def _executor(settings: Settings) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(settings.http_workers, thread_name_prefix="memlake-http")
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: McpHttpApp, host: str = "127.0.0.1") -> Iterator[str]:
+    """The server on a free port, on a thread of this process; yields its /mcp URL."""
+    sock = listen(host, 0)
+    executor = _executor(app.services.settings)
+    server = http_server(app, executor)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started and thread.is_alive():
+            time.sleep(0.01)
+        yield f"http://{host}:{sock.getsockname()[1]}{app.path}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        executor.shutdown(wait=False, cancel_futures=True)
+        sock.close()
 
 
 class Maintenance(threading.Thread):
@@ -136,19 +202,21 @@ class Maintenance(threading.Thread):
 def serve(settings: Settings, *, host: str, port: int) -> None:
     services = Services.build(settings)
     app = build_app(services, host=host)
-    handler = type("Handler", (_Handler,), {"app": app})
-    httpd = ThreadingHTTPServer((host, port), handler)
-    httpd.daemon_threads = True
+    sock = listen(host, port)
+    executor = _executor(settings)
+    server = http_server(app, executor)
     maintenance = Maintenance(services)
     maintenance.start()
     where = settings.data_dir if settings.store == "local" else f"s3://{settings.bucket}"
     print(
-        f"memlake serving MCP at http://{host}:{httpd.server_port}/mcp (lake: {where})", flush=True
+        f"memlake serving MCP at http://{host}:{sock.getsockname()[1]}/mcp (lake: {where})",
+        flush=True,
     )
     try:
-        httpd.serve_forever()
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         maintenance.stop_event.set()
-        httpd.server_close()
+        executor.shutdown(wait=False, cancel_futures=True)
+        sock.close()

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +38,10 @@ def serve_subprocess(data_dir: Path, env: dict[str, str] | None = None) -> Itera
 @contextlib.contextmanager
 def serve_in_thread(app: Any) -> Iterator[str]:
     """The same transport on a thread of this process (for moto's in-process mock_aws)."""
-    from memlake.server import _Handler
+    from memlake.server import serving_in_thread
 
-    handler = type("Handler", (_Handler,), {"app": app})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_port}/mcp"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving_in_thread(app) as url:
+        yield url
 
 
 @contextlib.asynccontextmanager

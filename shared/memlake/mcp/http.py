@@ -42,6 +42,7 @@ from memlake.tools.base import Principal, ToolContext
 log = logging.getLogger("memlake.mcp")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 _B64_WORD = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?")
 
 
 @dataclass
@@ -91,14 +92,8 @@ class OriginPolicy:
     def host_ok(self, host: str | None) -> bool:
         if self.allowed_hosts is None:
             return True
-        if not host:
-            return False
-        name = host.lower()
-        if name.startswith("["):
-            name = name[: name.find("]") + 1]
-        else:
-            name = name.rsplit(":", 1)[0]
-        return name in self.allowed_hosts
+        match = _HOST.fullmatch(host or "")  # one host[:port]: no lists, no joined duplicates
+        return match is not None and match.group(1).lower() in self.allowed_hosts
 
 
 Authenticator = Callable[[HttpRequest], Principal | None]
@@ -135,7 +130,7 @@ class McpHttpApp:
         self.origins = origins or OriginPolicy()
         self.path = path
 
-    def handle(self, req: HttpRequest) -> HttpResponse:
+    def _check_headers(self, req: HttpRequest) -> HttpResponse | Principal:
         if req.path.rstrip("/") != self.path:
             return HttpResponse(404, b"not found", {"content-type": "text/plain"})
         if not self.origins.host_ok(req.header("host")):
@@ -159,6 +154,23 @@ class McpHttpApp:
         accept = (req.header("accept") or "*/*").lower()
         if not any(a in accept for a in ("application/json", "*/*", "application/*")):
             return _error_response(406, INVALID_REQUEST, "Accept must include application/json")
+        return principal
+
+    def preflight(self, req: HttpRequest) -> HttpResponse | None:
+        """The checks that need only the request line and headers (path, Host, Origin, method,
+        credentials, content type): the rejection, or None when the body is worth reading.
+
+        A server calls this before it reads a body, so an unauthenticated client cannot make
+        it buffer one; handle() runs the same checks itself.
+        """
+        checked = self._check_headers(req)
+        return checked if isinstance(checked, HttpResponse) else None
+
+    def handle(self, req: HttpRequest) -> HttpResponse:
+        checked = self._check_headers(req)
+        if isinstance(checked, HttpResponse):
+            return checked
+        principal = checked
         if len(req.body) > self.services.settings.max_request_bytes:
             limit = self.services.settings.max_request_bytes
             return _error_response(413, INVALID_REQUEST, f"Request body over {limit} bytes")
