@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from memlake.episodes import TABLE, EpisodeFields, public_view
+from memlake.episodes import TABLE, EpisodeFields, VectorsPending, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
@@ -72,6 +72,7 @@ class EntityLinkFailure(Output):
 class AddEpisodeOutput(EpisodeFields):
     linked_entities: int = Field(description="How many entity_ids were linked to known concepts")
     failed_entity_ids: list[EntityLinkFailure]
+    vectors_pending: VectorsPending = 0
 
 
 def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
@@ -103,13 +104,14 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
         missing = link_extracted(txn, episode_id, entity_ids)
         return [EntityLinkFailure(entity_id=e, reason="no concept with this id") for e in missing]
 
-    embed_ahead(ctx.lake, row)  # vectors computed outside the commit lock (search indexing)
+    pending = embed_ahead(ctx.lake, row)  # outside the commit lock, bounded (search indexing)
     failures = ctx.lake.commit(ctx.tenant, change)
     view = public_view(row, full_content=False)
     return AddEpisodeOutput(
         **view,
         linked_entities=len(entity_ids) - len(failures),
         failed_entity_ids=failures,
+        vectors_pending=pending,
     )
 
 

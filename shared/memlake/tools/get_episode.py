@@ -6,9 +6,10 @@ from typing import Any
 
 from pydantic import Field
 
-from memlake.episodes import TABLE, EpisodeFields, not_found, public_view
+from memlake.episodes import TABLE, EpisodeFields, VectorsPending, not_found, public_view
 from memlake.layers.links import linked_concepts, links_of_episode
 from memlake.models import EpisodeId, Input
+from memlake.search.shards import pending_vectors
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -24,6 +25,7 @@ class GetEpisodeOutput(EpisodeFields):
     entities: list[dict[str, Any]] | None = Field(
         None, description="Linked concepts, with position and confidence, when include_entities"
     )
+    vectors_pending: VectorsPending = 0
 
 
 def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
@@ -32,7 +34,11 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
     if row is None:
         raise not_found(args.id)
     concept_ids = [lk["concept_id"] for lk in links_of_episode(snap, args.id)]
-    out = GetEpisodeOutput(**public_view(row), concept_ids=concept_ids)
+    out = GetEpisodeOutput(
+        **public_view(row),
+        concept_ids=concept_ids,
+        vectors_pending=pending_vectors(snap.extra, args.id),
+    )
     if args.include_entities:
         out.entities = linked_concepts(snap, args.id)
     return out
