@@ -29,6 +29,16 @@ from memlake.store.local import LocalStore
 from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
 
+from .lambda_helpers import (
+    FakeContext,
+    functions,
+    handler_of,
+    import_handler,
+    lambda_env,
+    load_template,
+    resolve_env,
+)
+
 T = "acme"
 SYNC = 4  # passages a write may embed
 TAIL = "lighthouse keeper feeds seagulls at dawn"
@@ -275,3 +285,29 @@ def test_every_write_path_is_bounded(node: Node) -> None:
     assert node.pending() == {}
     for i, row in enumerate(rows):
         assert node.search(f"x{i} lighthouse")[row["id"]]["vector_score"] > 0.5
+
+
+def test_the_scheduled_maintenance_function_embeds_what_writes_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the functions' environment from template.yaml (MiniLM, moto S3), 4 passages a write
+    template = load_template()
+    fns = functions(template)
+    env = {**resolve_env(template, fns["AddEpisodeFunction"]), "MEMLAKE_EMBED_SYNC_PASSAGES": "4"}
+
+    def fn(name: str) -> Any:
+        return import_handler(handler_of(fns[name]))
+
+    with lambda_env(monkeypatch, env):
+        added = fn("AddEpisodeFunction")(
+            {"tenant": T, "arguments": {"content": long_content()}}, FakeContext()
+        )
+        assert added["vectors_pending"] > 20
+        # WHEN the scheduled maintenance function runs
+        report = fn("MaintenanceFunction")({"detail-type": "Scheduled Event"}, FakeContext())
+        # THEN it embedded every pending passage, and the tool functions see it
+        assert report["failed"] == [] and report["passages_embedded"] == added["vectors_pending"]
+        got = fn("GetEpisodeFunction")({"tenant": T, "arguments": {"id": added["id"]}}, None)
+        assert got["vectors_pending"] == 0
+        found = fn("SearchEpisodesFunction")({"tenant": T, "arguments": {"query": TAIL}}, None)
+        assert found["episodes"][0]["id"] == added["id"]

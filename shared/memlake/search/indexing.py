@@ -217,10 +217,12 @@ class SearchService:
         self, ctx: CommitContext, episode_id: str, row: dict[str, Any], staged: dict[str, Any]
     ) -> Embedded:
         h = self.content_hash(row)
+        hit = self._recall(h)
         chunks = staged.get(episode_id)
         if chunks is not None and chunks.get("content_hash") == h:
+            if hit is not None and len(hit.vectors) == len(chunks["vectors"]):
+                return hit  # the same vectors, without converting the staged lists back
             return Embedded.from_row(chunks, self.embedder.dim)
-        hit = self._recall(h)
         if hit is not None:
             return hit
         old = self._stored(ctx.snapshot, episode_id)
