@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +42,7 @@ from memlake.lake.schema import SYSTEM_FIELDS, TableSpec, register_table
 from memlake.search import shards as layout
 from memlake.search.cache import ShardCache
 from memlake.search.index import Doc
-from memlake.search.passages import Embedded, embed_passages, plan
+from memlake.search.passages import Embedded, EmbeddedCache, embed_passages, plan
 from memlake.search.shards import EXTRA_KEY, SearchState
 from memlake.search.text import episode_terms, vector_texts
 from memlake.services import LAKE_EXTENSIONS
@@ -105,9 +104,7 @@ class SearchService:
         self._embedder = embedder
         disk = Path(settings.shard_cache_dir) if settings.shard_cache_dir else None
         self.shards = ShardCache(cache_bytes, disk)
-        self._embedded: OrderedDict[str, Embedded] = OrderedDict()
-        self._cached_vectors = 0
-        self._lock = threading.Lock()
+        self._embedded = EmbeddedCache(EMBED_CACHE, EMBED_CACHE_VECTORS)
 
     # embedding -------------------------------------------------------------------------
     @property
@@ -132,37 +129,19 @@ class SearchService:
         raw = "\0".join((self.embedder.name, str(self.embedder.dim), header, content))
         return hashlib.sha256(raw.encode()).hexdigest()
 
-    def remember(self, emb: Embedded) -> Embedded:
-        """Cache `emb` unless a version of the same text with more vectors is cached already;
-        returns the cached one."""
-        with self._lock:
-            old = self._embedded.get(emb.content_hash)
-            if old is None or len(emb.vectors) > len(old.vectors):
-                self._cached_vectors += len(emb.vectors) - (len(old.vectors) if old else 0)
-                self._embedded[emb.content_hash] = old = emb
-            self._embedded.move_to_end(emb.content_hash)
-            while len(self._embedded) > 1 and (
-                len(self._embedded) > EMBED_CACHE or self._cached_vectors > EMBED_CACHE_VECTORS
-            ):
-                _, gone = self._embedded.popitem(last=False)
-                self._cached_vectors -= len(gone.vectors)
-        return old
-
-    def _recall(self, content_hash: str) -> Embedded | None:
-        with self._lock:
-            return self._embedded.get(content_hash)
-
     def embed_row(
         self, row: dict[str, Any], content_hash: str | None = None, *, limit: int | None = None
     ) -> Embedded:
         """An episode row's passages with the vectors of the first `limit` of them (default
         Settings.embed_sync_passages), computed once per distinct text."""
         h = content_hash or self.content_hash(row)
-        hit = self._recall(h)
+        hit = self._embedded.get(h)
         if hit is not None:
             return hit
         cap = self.settings.embed_sync_passages if limit is None else limit
-        return self.remember(embed_passages(h, plan(row, self.embedder), self.embedder, cap))
+        return self._embedded.remember(
+            embed_passages(h, plan(row, self.embedder), self.embedder, cap)
+        )
 
     # hooks -----------------------------------------------------------------------------
     def _check(self, snap: Snapshot) -> SearchState | None:
@@ -189,12 +168,12 @@ class SearchService:
                 continue
             old = self._stored(snap, episode_id)
             if old is not None and old.content_hash == h:
-                self.remember(old)
+                self._embedded.remember(old)
                 continue  # the text did not change: the stored vectors still hold
-            emb = self._recall(h)
+            emb = self._embedded.get(h)
             if emb is None:  # not embedded ahead (a retry in another process, an import)
                 passages = plan(row, self.embedder)
-                emb = self.remember(embed_passages(h, passages, self.embedder, budget))
+                emb = self._embedded.remember(embed_passages(h, passages, self.embedder, budget))
                 budget -= min(budget, len(passages))
             txn.put(CHUNKS_TABLE, emb.row(episode_id, self.embedder.name))
 
@@ -217,7 +196,7 @@ class SearchService:
         self, ctx: CommitContext, episode_id: str, row: dict[str, Any], staged: dict[str, Any]
     ) -> Embedded:
         h = self.content_hash(row)
-        hit = self._recall(h)
+        hit = self._embedded.get(h)
         chunks = staged.get(episode_id)
         if chunks is not None and chunks.get("content_hash") == h:
             if hit is not None and len(hit.vectors) == len(chunks["vectors"]):

@@ -14,6 +14,8 @@ with nothing to embed stores one zero vector (it scores 0 against every query).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,3 +124,34 @@ def embed_passages(
         else np.zeros((0, embedder.dim), np.float32)
     )
     return Embedded(content_hash, [p.start for p in passages], [p.end for p in passages], vectors)
+
+
+class EmbeddedCache:
+    """Recently computed vectors by content hash (LRU, bounded in texts and in vectors); of two
+    versions of one text it keeps the one with more passages embedded."""
+
+    def __init__(self, max_texts: int, max_vectors: int) -> None:
+        self.max_texts, self.max_vectors = max_texts, max_vectors
+        self._items: OrderedDict[str, Embedded] = OrderedDict()
+        self._vectors = 0
+        self._lock = threading.Lock()
+
+    def get(self, content_hash: str) -> Embedded | None:
+        with self._lock:
+            return self._items.get(content_hash)
+
+    def remember(self, emb: Embedded) -> Embedded:
+        """Cache `emb` unless the cached version of its text has more vectors; returns the
+        cached one."""
+        with self._lock:
+            old = self._items.get(emb.content_hash)
+            if old is None or len(emb.vectors) > len(old.vectors):
+                self._vectors += len(emb.vectors) - (len(old.vectors) if old else 0)
+                self._items[emb.content_hash] = old = emb
+            self._items.move_to_end(emb.content_hash)
+            while len(self._items) > 1 and (
+                len(self._items) > self.max_texts or self._vectors > self.max_vectors
+            ):
+                _, gone = self._items.popitem(last=False)
+                self._vectors -= len(gone.vectors)
+        return old
