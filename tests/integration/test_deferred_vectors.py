@@ -311,3 +311,28 @@ def test_the_scheduled_maintenance_function_embeds_what_writes_left(
         assert got["vectors_pending"] == 0
         found = fn("SearchEpisodesFunction")({"tenant": T, "arguments": {"query": TAIL}}, None)
         assert found["episodes"][0]["id"] == added["id"]
+
+
+def test_an_import_embeds_within_the_budget_and_takes_the_exported_vectors(
+    tmp_path: Path,
+) -> None:
+    from memlake.transfer import export_tenant, import_tenant
+
+    # GIVEN an export of fully embedded long episodes (export writes episodes, then chunks)
+    source = Node(tmp_path / "a", CountingEmbedder())
+    tails = [f"{TAIL} y{i}" for i in range(3)]
+    ids = [source.call("add_episode", content=long_content(tail=t))["id"] for t in tails]
+    embed_pending(source.lake, T, max_passages=10_000)
+    dump = tmp_path / "dump.jsonl"
+    with dump.open("wb") as out:
+        export_tenant(source.lake, T, out, progress=False)
+    # WHEN it is imported in batches that put the episodes before their vectors
+    target = Node(tmp_path / "b", CountingEmbedder())
+    report = import_tenant(target.lake, T, dump, batch_size=2, progress=False)
+    # THEN each commit embedded at most the write budget, and the exported vectors completed
+    # the index: nothing pending, every tail found by meaning
+    assert target.emb.passages <= SYNC * report.commits
+    assert target.pending() == {}
+    for tail, episode_id in zip(tails, ids, strict=True):
+        assert target.search(tail)[episode_id]["vector_score"] > 0.9
+        assert target.call("get_episode", id=episode_id)["vectors_pending"] == 0
