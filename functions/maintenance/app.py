@@ -1,7 +1,8 @@
-"""Lambda entry of the scheduled maintenance (EventBridge): compaction and GC for all tenants."""
+"""Lambda entry of the scheduled maintenance (EventBridge): pending vectors, compaction, GC."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -10,13 +11,19 @@ from memlake.maintenance import run_maintenance
 from memlake.services import default_services
 
 logger = Logger(service="memlake-maintenance")
+RESERVE_SECONDS = 120.0  # of the run's time, kept free of embedding for compaction and GC
 
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     services = default_services()
+    left = context.get_remaining_time_in_millis() / 1000
+    deadline = time.monotonic() + left - min(RESERVE_SECONDS, left / 5)
     report = run_maintenance(
-        services.lake, min_segments=max(2, services.settings.compact_min_segments // 4)
+        services.lake,
+        min_segments=max(2, services.settings.compact_min_segments // 4),
+        embed_passages=16 * services.settings.embed_batch_passages,
+        deadline=deadline,
     ).to_dict()
     logger.info("maintenance done", extra=report)
     return report

@@ -10,12 +10,15 @@ from pathlib import Path
 from memlake.errors import ConfigurationError
 
 
-def _int(name: str, default: int) -> int:
+def _int(name: str, default: int, *, low: int | None = None) -> int:
     raw = os.environ.get(name, "")
     try:
-        return int(raw) if raw.strip() else default
+        value = int(raw) if raw.strip() else default
     except ValueError:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+    if low is not None and value < low:
+        raise ConfigurationError(f"{name} must be at least {low}, got {value}")
+    return value
 
 
 def _positive(name: str, default: int) -> int:
@@ -66,6 +69,11 @@ class Settings:
     http_max_connections: int = 512
     http_workers: int = 16
     http_backlog: int = 1024
+    #: passages a write embeds before it answers (per tool call and per commit); the rest of a
+    #: long episode is embedded later by maintenance (docs/decisions/1041-bounded-embedding.md)
+    embed_sync_passages: int = 64
+    #: passages the deferred embedding pass embeds per commit (and per local maintenance tick)
+    embed_batch_passages: int = 256
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -97,6 +105,8 @@ class Settings:
             bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),
             bedrock_dimensions=_int("MEMLAKE_BEDROCK_DIMENSIONS", 1024),
             idempotency_ttl_seconds=_positive("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
+            embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
+            embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
             shard_cache_dir=os.environ.get(
                 "MEMLAKE_SHARD_CACHE_DIR",
                 "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",

@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -123,6 +123,17 @@ class EpisodeFields(Output):
     qualities: dict[str, Any] = Field(default_factory=dict)
     source_thread_id: str | None = Field(None, description="The thread it was derived from")
     revision: int = Field(1, description="1 when created, +1 per upsert_episode update")
+
+
+VectorsPending = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="Passages of the content not embedded for meaning search yet (0: all are);"
+        " long content is embedded in the background within minutes, and keyword search covers"
+        " all of it at once",
+    ),
+]
 
 
 def occurred_bounds(table: pa.Table) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:

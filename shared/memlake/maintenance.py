@@ -1,8 +1,10 @@
-"""Scheduled lake maintenance for every tenant in the store: compaction, then GC.
+"""Scheduled lake maintenance for every tenant in the store: the vectors writes left pending
+(memlake.search.backfill), then compaction, then GC.
 
 The MaintenanceFunction (EventBridge schedule) runs this; it is the only Lambda allowed to
 list and delete objects. `memlake serve` does the same work in a background thread for the
-tenants it has touched. One tenant's failure is logged and does not stop the others.
+tenants it has touched (embed_pending_tenants on every tick). One tenant's failure is logged
+and does not stop the others.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from memlake.ids import TENANT_PATTERN
 from memlake.lake import Lake
 from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
+from memlake.search.backfill import embed_pending
 from memlake.store.base import ObjectStore
 
 log = logging.getLogger("memlake.maintenance")
@@ -29,6 +32,8 @@ class MaintenanceReport:
     rows_dropped: int = 0
     deleted_objects: int = 0
     deleted_manifests: int = 0
+    passages_embedded: int = 0
+    passages_pending: int = 0
     failed: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -61,17 +66,42 @@ def discover_tenants(store: ObjectStore) -> list[str]:
     return sorted(n for n in names if TENANT_PATTERN.match(n))
 
 
+def embed_pending_tenants(
+    lake: Lake, tenants: list[str], *, max_passages: int, deadline: float | None = None
+) -> int:
+    """The local server's share of the deferred embedding: at most `max_passages` passages
+    over all `tenants` (one maintenance tick); returns how many were embedded."""
+    done = 0
+    for tenant in tenants:
+        if done >= max_passages:
+            break
+        try:
+            done += embed_pending(
+                lake, tenant, max_passages=max_passages - done, deadline=deadline
+            ).passages
+        except Exception:  # a background thread: log it, try again on the next tick
+            log.exception("embedding pending passages failed for tenant %s", tenant)
+    return done
+
+
 def run_maintenance(
     lake: Lake,
     *,
     tenants: list[str] | None = None,
     min_segments: int = 8,
     grace_seconds: float = 900,
+    embed_passages: int = 4096,
+    deadline: float | None = None,
 ) -> MaintenanceReport:
+    """Every tenant: up to `embed_passages` pending passages (stopping at `deadline`, a
+    time.monotonic() value), compaction, GC."""
     report = MaintenanceReport()
     for tenant in tenants if tenants is not None else discover_tenants(lake.store):
         report.tenants += 1
         try:
+            vec = embed_pending(lake, tenant, max_passages=embed_passages, deadline=deadline)
+            report.passages_embedded += vec.passages
+            report.passages_pending += vec.left
             comp = compact(lake, tenant, min_segments=min_segments)
             report.compacted_tables += len(comp.merged)
             report.rows_dropped += comp.rows_dropped

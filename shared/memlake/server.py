@@ -197,6 +197,11 @@ class Maintenance(threading.Thread):
                 log.exception("maintenance failed for tenant %s", tenant)
         if gc_due:
             self._last_gc = time.monotonic()
+        from memlake.maintenance import embed_pending_tenants  # vectors writes left pending
+
+        embed_pending_tenants(
+            lake, lake.known_tenants(), max_passages=self.services.settings.embed_batch_passages
+        )
 
 
 def serve(settings: Settings, *, host: str, port: int) -> None:

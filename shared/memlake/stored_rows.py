@@ -142,12 +142,13 @@ class ChunksRow(StoredRow):
     content_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     starts: list[int] = Field(min_length=1)
     ends: list[int] = Field(min_length=1)
-    vectors: list[list[Any]] = Field(min_length=1)  # the column type checks the floats and dim
+    #: vectors of the first passages; fewer than starts while some are pending (decision 1041)
+    vectors: list[list[Any]]  # the column type checks the floats and dim
 
     @model_validator(mode="after")
     def _aligned(self) -> ChunksRow:
-        if not len(self.starts) == len(self.ends) == len(self.vectors):
-            raise ValueError("starts, ends and vectors must have the same length")
+        if len(self.starts) != len(self.ends) or len(self.vectors) > len(self.starts):
+            raise ValueError("starts and ends need the same length, and no more vectors")
         if any(s < -1 or e < s for s, e in zip(self.starts, self.ends, strict=True)):
             raise ValueError("each chunk needs -1 <= start <= end")
         return self

@@ -116,6 +116,7 @@ POISON: list[tuple[str, Callable[[Row], Row], str]] = [
     ("episodes", lambda r: {**r, "revision": 0}, "revision"),
     ("episodes", lambda r: {**r, "summary": "s" * 4001}, "summary"),
     ("episode_chunks", lambda r: {**r, "starts": r["starts"] + [0]}, "same length"),
+    ("episode_chunks", lambda r: {**r, "vectors": r["vectors"] * 2}, "no more vectors"),
     ("episode_chunks", lambda r: {**r, "content_hash": "zz"}, "content_hash"),
     ("threads", lambda r: {**r, "processing_status": "done"}, "processing_status"),
     ("threads", lambda r: {**r, "message_count": -1}, "message_count"),

@@ -3,15 +3,21 @@
 Two hooks on the lake (installed by memlake.services for every Lake it builds):
 
 - prepare (before segments are written): every staged episode row gets its chunk vectors,
-  staged as a row of the `episode_chunks` table (one row per episode: chunk offsets and
+  staged as a row of the `episode_chunks` table (one row per episode: passage offsets and
   fixed_size_list<float32, dim> vectors, readable by DuckDB/Athena like every table). Vectors are
   looked up by a hash of the model and the embedded text first: add_episode embeds before it
   commits (embed_ahead, outside the commit lock), a retried commit finds them again, and an
-  update that leaves the text alone reuses the stored vectors.
+  update that leaves the text alone reuses the stored vectors. A write embeds at most
+  Settings.embed_sync_passages passages (per tool call ahead of the commit, and per commit
+  attempt over everything it stages): a longer episode commits with its first passages
+  embedded and the rest pending (memlake.search.passages), for memlake.search.backfill.
 - commit (after segments, before the manifest): the shard layout in Manifest.extra["search"]
   is updated and the touched shard rebuilt from stored term frequencies and vectors (see
   memlake.search.shards), its object written under tenants/<t>/search/ and named by the
-  manifest, so an episode is searchable as soon as its commit is.
+  manifest, so an episode is searchable as soon as its commit is (BM25 over all its content,
+  vectors over the passages embedded so far). The layout's `pending` map counts the passages
+  still to embed per episode. A chunks row staged without its episode row (the deferred pass,
+  or an import) re-indexes that episode in the shard that holds it.
 """
 
 from __future__ import annotations
@@ -19,8 +25,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,16 +42,15 @@ from memlake.lake.schema import SYSTEM_FIELDS, TableSpec, register_table
 from memlake.search import shards as layout
 from memlake.search.cache import ShardCache
 from memlake.search.index import Doc
+from memlake.search.passages import Embedded, EmbeddedCache, embed_passages, plan
 from memlake.search.shards import EXTRA_KEY, SearchState
 from memlake.search.text import episode_terms, vector_texts
 from memlake.services import LAKE_EXTENSIONS
 from memlake.timeutil import now
 
 CHUNKS_TABLE = "episode_chunks"
-CHUNK_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/0301-hybrid-search-tuning.md
-CHUNK_OVERLAP = 16
-CHAR_WINDOW = 2_000  # for embedders without a local tokenizer (Bedrock Titan)
-EMBED_CACHE = 256
+EMBED_CACHE = 256  # texts
+EMBED_CACHE_VECTORS = 65_536  # ~100 MB at 384 dims
 
 
 def _chunks_schema(dim: int) -> pa.Schema:
@@ -57,7 +61,7 @@ def _chunks_schema(dim: int) -> pa.Schema:
             pa.field("content_hash", pa.string()),
             pa.field("starts", pa.list_(pa.int32())),  # -1: the title/summary/tags text
             pa.field("ends", pa.list_(pa.int32())),
-            pa.field("vectors", pa.list_(pa.list_(pa.float32(), dim))),
+            pa.field("vectors", pa.list_(pa.list_(pa.float32(), dim))),  # the first k passages
             *SYSTEM_FIELDS,
         ]
     )
@@ -75,30 +79,19 @@ def _drop_chunks(txn: Transaction, episode_id: str) -> None:
 ON_DELETE.append(_drop_chunks)
 
 
-@dataclass(frozen=True)
-class Embedded:
-    content_hash: str
-    starts: list[int]
-    ends: list[int]
-    vectors: np.ndarray  # (chunks, dim) float32, unit rows
-
-    def row(self, episode_id: str, model: str) -> dict[str, Any]:
-        return {
-            "id": episode_id,
-            "model": model,
-            "content_hash": self.content_hash,
-            "starts": self.starts,
-            "ends": self.ends,
-            "vectors": self.vectors.tolist(),
-        }
-
-
 def _us(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, datetime):
         return int(value.timestamp() * 1_000_000)
     return int(value)
+
+
+def _set_pending(pending: dict[str, int], episode_id: str, count: int) -> None:
+    if count > 0:
+        pending[episode_id] = count
+    else:
+        pending.pop(episode_id, None)
 
 
 class SearchService:
@@ -111,8 +104,7 @@ class SearchService:
         self._embedder = embedder
         disk = Path(settings.shard_cache_dir) if settings.shard_cache_dir else None
         self.shards = ShardCache(cache_bytes, disk)
-        self._embedded: OrderedDict[str, Embedded] = OrderedDict()
-        self._lock = threading.Lock()
+        self._embedded = EmbeddedCache(EMBED_CACHE, EMBED_CACHE_VECTORS)
 
     # embedding -------------------------------------------------------------------------
     @property
@@ -137,59 +129,19 @@ class SearchService:
         raw = "\0".join((self.embedder.name, str(self.embedder.dim), header, content))
         return hashlib.sha256(raw.encode()).hexdigest()
 
-    def _remember(self, emb: Embedded) -> Embedded:
-        with self._lock:
-            self._embedded[emb.content_hash] = emb
-            self._embedded.move_to_end(emb.content_hash)
-            while len(self._embedded) > EMBED_CACHE:
-                self._embedded.popitem(last=False)
-        return emb
-
-    def _recall(self, content_hash: str) -> Embedded | None:
-        with self._lock:
-            return self._embedded.get(content_hash)
-
-    def embed_row(self, row: dict[str, Any], content_hash: str | None = None) -> Embedded:
-        """Chunk vectors of an episode row (computed once per distinct text)."""
+    def embed_row(
+        self, row: dict[str, Any], content_hash: str | None = None, *, limit: int | None = None
+    ) -> Embedded:
+        """An episode row's passages with the vectors of the first `limit` of them (default
+        Settings.embed_sync_passages), computed once per distinct text."""
         h = content_hash or self.content_hash(row)
-        hit = self._recall(h)
+        hit = self._embedded.get(h)
         if hit is not None:
             return hit
-        header, content = vector_texts(row)
-        emb = self.embedder
-        texts, starts, ends = [], [], []
-        if header.strip():
-            texts.append(header)
-            starts.append(-1)
-            ends.append(-1)
-        if content.strip():
-            tokenizer = getattr(emb, "raw_tokenizer", None)
-            if tokenizer is not None:  # a local model: windows of exact token counts
-                from memlake.embed.chunking import chunk_for_embedding
-
-                pieces = [
-                    (c.start_char, c.end_char, c.text)
-                    for c in chunk_for_embedding(
-                        content, tokenizer, max_tokens=CHUNK_TOKENS, overlap=CHUNK_OVERLAP
-                    )
-                ]
-            else:
-                from memlake.embed.bedrock import split_by_chars
-
-                pieces, at = [], 0
-                for piece in split_by_chars(content, CHAR_WINDOW):
-                    pieces.append((at, at + len(piece), piece))
-                    at += len(piece)
-            for s, e, text in pieces:
-                if text.strip():
-                    texts.append(text)
-                    starts.append(s)
-                    ends.append(e)
-        if texts:
-            vectors = np.asarray(emb.embed(texts), dtype=np.float32)
-        else:  # nothing to embed: a zero vector scores 0 against every query
-            vectors, starts, ends = np.zeros((1, emb.dim), np.float32), [-1], [-1]
-        return self._remember(Embedded(h, starts, ends, vectors))
+        cap = self.settings.embed_sync_passages if limit is None else limit
+        return self._embedded.remember(
+            embed_passages(h, plan(row, self.embedder), self.embedder, cap)
+        )
 
     # hooks -----------------------------------------------------------------------------
     def _check(self, snap: Snapshot) -> SearchState | None:
@@ -204,6 +156,7 @@ class SearchService:
             return
         self._check(snap)
         staged_chunks = dict(txn.staged_rows(CHUNKS_TABLE))
+        budget = self.settings.embed_sync_passages  # for this attempt, over all it stages
         for episode_id, row in staged:
             if row is None:
                 if episode_id not in staged_chunks:
@@ -215,9 +168,14 @@ class SearchService:
                 continue
             old = self._stored(snap, episode_id)
             if old is not None and old.content_hash == h:
-                self._remember(old)
+                self._embedded.remember(old)
                 continue  # the text did not change: the stored vectors still hold
-            txn.put(CHUNKS_TABLE, self.embed_row(row, h).row(episode_id, self.embedder.name))
+            emb = self._embedded.get(h)
+            if emb is None:  # not embedded ahead (a retry in another process, an import)
+                passages = plan(row, self.embedder)
+                emb = self._embedded.remember(embed_passages(h, passages, self.embedder, budget))
+                budget -= min(budget, len(passages))
+            txn.put(CHUNKS_TABLE, emb.row(episode_id, self.embedder.name))
 
     def _stored(self, snap: Snapshot, episode_id: str) -> Embedded | None:
         """The vectors stored for an existing episode (None for a new one, without reading the
@@ -232,22 +190,49 @@ class SearchService:
         row = view.get(episode_id)
         if row is None or row.get("model") != self.embedder.name:
             return None
-        vectors = np.asarray(row["vectors"], dtype=np.float32)
-        return Embedded(row["content_hash"], list(row["starts"]), list(row["ends"]), vectors)
+        return Embedded.from_row(row, self.embedder.dim)
 
-    def _vectors(self, txn: Transaction, episode_id: str, row: dict[str, Any]) -> np.ndarray:
+    def _embedded_for(
+        self, ctx: CommitContext, episode_id: str, row: dict[str, Any], staged: dict[str, Any]
+    ) -> Embedded:
         h = self.content_hash(row)
-        hit = self._recall(h)
+        hit = self._embedded.get(h)
+        chunks = staged.get(episode_id)
+        if chunks is not None and chunks.get("content_hash") == h:
+            if hit is not None and len(hit.vectors) == len(chunks["vectors"]):
+                return hit  # the same vectors, without converting the staged lists back
+            return Embedded.from_row(chunks, self.embedder.dim)
         if hit is not None:
-            return hit.vectors
-        staged = txn.get(CHUNKS_TABLE, episode_id)
-        if staged is not None and staged.get("content_hash") == h:
-            return np.asarray(staged["vectors"], dtype=np.float32)
-        return self.embed_row(row, h).vectors
+            return hit
+        old = self._stored(ctx.snapshot, episode_id)
+        if old is not None and old.content_hash == h:
+            return old
+        return self.embed_row(row, h)
+
+    def _reindexed(
+        self, ctx: CommitContext, episode_id: str, chunks: dict[str, Any]
+    ) -> tuple[Doc, int] | None:
+        """The doc of a live episode whose chunks row alone is staged, in the commit that
+        holds its row, with the staged vectors (None when they are not of its current text)."""
+        loc = ctx.snapshot.table(TABLE).index.get(episode_id)
+        row = ctx.snapshot.table(TABLE).get(episode_id)
+        if loc is None or row is None or chunks.get("model") != self.embedder.name:
+            return None
+        if chunks.get("content_hash") != self.content_hash(row):
+            return None
+        emb = Embedded.from_row(chunks, self.embedder.dim)
+        return self._doc(episode_id, row, loc[0], emb), emb.pending
 
     def on_commit(self, ctx: CommitContext) -> None:
         staged = list(ctx.txn.staged_rows(TABLE))
-        if not staged:
+        staged_chunks = {k: v for k, v in ctx.txn.staged_rows(CHUNKS_TABLE) if v is not None}
+        ids = {episode_id for episode_id, _ in staged}
+        redo = [
+            hit
+            for episode_id, chunks in staged_chunks.items()
+            if episode_id not in ids and (hit := self._reindexed(ctx, episode_id, chunks))
+        ]
+        if not staged and not redo:
             return
         state = self._check(ctx.snapshot) or SearchState(self.embedder.name, self.embedder.dim)
         index = ctx.snapshot.table(TABLE).index
@@ -257,24 +242,36 @@ class SearchService:
             if loc is not None and not loc[3]:
                 old[episode_id] = loc[0]
         state = state.mark_dead(old)
-        docs = [self._doc(ctx, eid, row) for eid, row in staged if row is not None]
+        pending = dict(state.pending)
+        docs = []
+        for episode_id, row in staged:
+            if row is None:
+                pending.pop(episode_id, None)
+                continue
+            emb = self._embedded_for(ctx, episode_id, row, staged_chunks)
+            docs.append(self._doc(episode_id, row, ctx.version, emb))
+            _set_pending(pending, episode_id, emb.pending)
         writer = layout.Layout(
             self.shards, ctx.lake.store, ctx.tenant, ctx.version, self.embedder.name
         )
         state = writer.apply(state, docs)
-        ctx.txn.extra[EXTRA_KEY] = state.to_json()
+        if redo:
+            state = writer.reindex(state, [doc for doc, _ in redo])
+            for doc, count in redo:
+                _set_pending(pending, doc.id, count)
+        ctx.txn.extra[EXTRA_KEY] = replace(state, pending=pending).to_json()
 
-    def _doc(self, ctx: CommitContext, episode_id: str, row: dict[str, Any]) -> Doc:
+    def _doc(self, episode_id: str, row: dict[str, Any], seq: int, emb: Embedded) -> Doc:
         start = _us(row.get("started_at")) or _us(row.get("created_at")) or _us(now())
         end = _us(row.get("ended_at")) or start
         return Doc(
             id=episode_id,
-            seq=ctx.version,
+            seq=seq,
             t_start=int(start or 0),
             t_end=int(end or 0),
             context=row.get("context"),
             terms=episode_terms(row),
-            vectors=self._vectors(ctx.txn, episode_id, row),
+            vectors=emb.doc_vectors(),
         )
 
 
@@ -305,12 +302,18 @@ def service_for(lake: Lake, settings: Settings) -> SearchService:
         return svc
 
 
-def embed_ahead(lake: Lake, row: dict[str, Any]) -> None:
-    """Compute an episode row's vectors before its commit, outside the commit lock (a no-op on a
-    lake without search hooks)."""
+def installed(lake: Lake) -> SearchService | None:
+    """The lake's search service if its commits index episodes (None for a bare Lake)."""
     svc = _SERVICES.get(lake)
-    if svc is not None and svc.prepare in lake.prepare_hooks:
-        svc.embed_row(row)
+    return svc if svc is not None and svc.prepare in lake.prepare_hooks else None
+
+
+def embed_ahead(lake: Lake, row: dict[str, Any]) -> int:
+    """Compute an episode row's vectors before its commit, outside the commit lock (at most
+    Settings.embed_sync_passages passages; a no-op on a lake without search hooks). Returns how
+    many passages are left for the deferred pass (vectors_pending)."""
+    svc = installed(lake)
+    return svc.embed_row(row).pending if svc is not None else 0
 
 
 def _extend(lake: Lake, settings: Settings) -> None:

@@ -7,7 +7,8 @@ The state lives in Manifest.extra["search"] and commits atomically with the epis
                  "seq": [first, last], "time": [min start us, max end us],
                  "contexts": [...] or null (too many), "none": true (some docs have no context),
                  "dead": [episode ids deleted or superseded since the shard was built],
-                 "tier": 0, "tail": true}, ...]}
+                 "tier": 0, "tail": true}, ...],
+     "pending": {"<episode id>": passages not embedded yet, ...}}
 
 Shards partition the commit versions: each holds the docs written in a contiguous range of
 commits (`seq`), oldest first, and the last one, the tail, takes new writes. So the shard that
@@ -21,6 +22,11 @@ FANOUT sealed shards of one tier sit at the end, they merge into one shard of th
 (at most MAX_TIER: 64 -> 512 -> 4,096 episodes). A sealed shard whose dead docs pass
 DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Every rebuild reuses
 stored term frequencies and vectors (nothing is re-embedded).
+
+`pending` names the episodes whose later passages are not embedded yet (a write embeds at most
+Settings.embed_sync_passages; docs/decisions/1041). When the deferred pass commits more of an
+episode's vectors, the shard holding it is rebuilt in place (Layout.reindex): same commit range,
+the doc's old entry dropped and the doc re-added with its new vectors.
 """
 
 from __future__ import annotations
@@ -115,6 +121,8 @@ class SearchState:
     model: str
     dim: int
     shards: tuple[ShardInfo, ...] = field(default=())
+    #: episode id -> passages not embedded yet (absent when all are)
+    pending: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> SearchState | None:
@@ -124,15 +132,19 @@ class SearchState:
         if doc.get("format") != FORMAT:
             raise ConfigurationError(f"unsupported search index format {doc.get('format')!r}")
         shards = tuple(ShardInfo.from_json(s) for s in doc.get("shards", ()))
-        return cls(model=str(doc["model"]), dim=int(doc["dim"]), shards=shards)
+        pending = {str(k): int(v) for k, v in (doc.get("pending") or {}).items()}
+        return cls(model=str(doc["model"]), dim=int(doc["dim"]), shards=shards, pending=pending)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "format": FORMAT,
             "model": self.model,
             "dim": self.dim,
             "shards": [s.to_json() for s in self.shards],
         }
+        if self.pending:
+            out["pending"] = dict(sorted(self.pending.items()))
+        return out
 
     def check_model(self, model: str, dim: int) -> None:
         if (self.model, self.dim) != (model, dim):
@@ -160,6 +172,12 @@ class SearchState:
             if pos is not None and episode_id not in shards[pos].dead:
                 shards[pos] = replace(shards[pos], dead=shards[pos].dead + (episode_id,))
         return replace(self, shards=tuple(shards))
+
+
+def pending_vectors(extra: dict[str, Any], episode_id: str) -> int:
+    """Passages of an episode not embedded yet, from a manifest's extra (0 when none)."""
+    doc = extra.get(EXTRA_KEY) or {}
+    return int((doc.get("pending") or {}).get(episode_id, 0))
 
 
 def tier_of(docs: int) -> int:
@@ -197,20 +215,23 @@ class Layout:
         self.cache, self.store, self.tenant = cache, store, tenant
         self.version, self.model = version, model
 
-    def _load(self, info: ShardInfo) -> tuple[Shard, np.ndarray | None]:
+    def _load(self, info: ShardInfo, drop: tuple[str, ...] = ()) -> tuple[Shard, np.ndarray | None]:
         shard = self.cache.load_many(self.store, [info.key])[0]
-        keep = ~np.isin(shard.ids, list(info.dead)) if info.dead else None
+        gone = info.dead + drop
+        keep = ~np.isin(shard.ids, list(gone)) if gone else None
         return shard, keep
 
-    def _write(self, parts: list[ShardInfo], docs: list[Doc], *, tail: bool) -> ShardInfo:
-        loaded = [self._load(p) for p in parts]
+    def _write(
+        self, parts: list[ShardInfo], docs: list[Doc], *, tail: bool, drop: tuple[str, ...] = ()
+    ) -> ShardInfo:
+        loaded = [self._load(p, drop) for p in parts]
         dim = len(docs[0].vectors[0]) if docs else loaded[0][0].dim
         data = build(docs, model=self.model, dim=dim, parts=loaded)
         key = keys.object_key(self.tenant, "search", f"{new_id()}.npz")
         self.store.put(key, data, if_absent=True)
         shard = Shard.from_bytes(data)
         self.cache.add(key, shard)
-        seqs = [p.seq for p in parts] + ([(self.version, self.version)] if docs else [])
+        seqs = [p.seq for p in parts] + [(d.seq, d.seq) for d in docs]
         contexts = sorted(shard.contexts)
         return ShardInfo(
             key=key,
@@ -243,4 +264,20 @@ class Layout:
             if needs_purge(info):
                 shards[i] = self._write([info], [], tail=False)
         shards = [s for s in shards if s.live > 0]
+        return replace(state, shards=tuple(shards))
+
+    def reindex(self, state: SearchState, docs: list[Doc]) -> SearchState:
+        """Rebuild the shards holding `docs` (found by each doc's commit `seq`) with these
+        versions of the docs in place of the ones they hold (new vectors, same episode row)."""
+        by_shard: dict[int, list[Doc]] = {}
+        for doc in docs:
+            pos = state.shard_of_seq(doc.seq)
+            if pos is not None:
+                by_shard.setdefault(pos, []).append(doc)
+        shards = list(state.shards)
+        for pos, group in by_shard.items():
+            info = shards[pos]
+            shards[pos] = self._write(
+                [info], group, tail=info.tail, drop=tuple(d.id for d in group)
+            )
         return replace(state, shards=tuple(shards))

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from memlake import idempotency
-from memlake.episodes import TABLE, EpisodeFields, public_view
+from memlake.episodes import TABLE, EpisodeFields, VectorsPending, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
@@ -74,6 +74,7 @@ class EntityLinkFailure(Output):
 class AddEpisodeOutput(EpisodeFields):
     linked_entities: int = Field(description="How many entity_ids were linked to known concepts")
     failed_entity_ids: list[EntityLinkFailure]
+    vectors_pending: VectorsPending = 0
 
 
 def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
@@ -114,9 +115,10 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
             **public_view(row, full_content=False),
             linked_entities=len(entity_ids) - len(failures),
             failed_entity_ids=failures,
+            vectors_pending=pending,
         )
 
-    embed_ahead(ctx.lake, row)  # vectors computed outside the commit lock (search indexing)
+    pending = embed_ahead(ctx.lake, row)  # outside the commit lock, bounded (search indexing)
     # the key's record commits with the episode; a racing retry gets this result back
     return idempotency.commit_once(ctx, scope, AddEpisodeOutput, change)
 

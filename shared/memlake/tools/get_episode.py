@@ -6,9 +6,18 @@ from typing import Any
 
 from pydantic import Field
 
-from memlake.episodes import TABLE, EpisodeFields, not_found, public_view, unreadable, view_or_skip
+from memlake.episodes import (
+    TABLE,
+    EpisodeFields,
+    VectorsPending,
+    not_found,
+    public_view,
+    unreadable,
+    view_or_skip,
+)
 from memlake.layers.links import linked_concepts, links_of_episode
 from memlake.models import EpisodeId, Input
+from memlake.search.shards import pending_vectors
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -24,6 +33,7 @@ class GetEpisodeOutput(EpisodeFields):
     entities: list[dict[str, Any]] | None = Field(
         None, description="Linked concepts, with position and confidence, when include_entities"
     )
+    vectors_pending: VectorsPending = 0
 
 
 def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
@@ -32,7 +42,13 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
     if row is None:
         raise not_found(args.id)
     concept_ids = [lk["concept_id"] for lk in links_of_episode(snap, args.id)]
-    out = view_or_skip(row, lambda r: GetEpisodeOutput(**public_view(r), concept_ids=concept_ids))
+    pending = pending_vectors(snap.extra, args.id)
+    out = view_or_skip(
+        row,
+        lambda r: GetEpisodeOutput(
+            **public_view(r), concept_ids=concept_ids, vectors_pending=pending
+        ),
+    )
     if out is None:
         raise unreadable(args.id)
     if args.include_entities:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from memlake.episodes import TABLE, public_view
+from memlake.episodes import TABLE, VectorsPending, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
@@ -92,6 +92,7 @@ class UpsertEpisodeInput(Input):
 class UpsertEpisodeOutput(LayerEpisode):
     created: bool = Field(description="True when the episode was new")
     version: int = Field(description="Store version of this revision (see get_episode_history)")
+    vectors_pending: VectorsPending = 0
 
 
 def _given(args: UpsertEpisodeInput) -> dict[str, Any]:
@@ -118,12 +119,13 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
     at = now()
     # search: embed new text before the commit lock (loaded here, not at tools/list)
     from memlake.search.indexing import embed_ahead
+    from memlake.search.shards import pending_vectors
     from memlake.search.text import vector_texts
 
     existing = ctx.lake.snapshot(ctx.tenant).table(TABLE).get(episode_id) if args.id else None
     preview = episode_versions.preview(existing, given)
-    if existing is None or vector_texts(preview) != vector_texts(existing):
-        embed_ahead(ctx.lake, preview)
+    new_text = existing is None or vector_texts(preview) != vector_texts(existing)
+    pending = embed_ahead(ctx.lake, preview) if new_text else None
 
     def change(txn: Transaction) -> UpsertEpisodeOutput:
         row, created, version = episode_versions.upsert(
@@ -135,6 +137,9 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
             concept_ids=concept_ids,
             created=created,
             version=version,
+            vectors_pending=pending_vectors(txn.snapshot.extra, episode_id)
+            if pending is None
+            else pending,
         )
 
     return ctx.lake.commit(ctx.tenant, change)

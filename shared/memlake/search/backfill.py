@@ -1,0 +1,148 @@
+"""The deferred embedding pass: vectors for the passages that writes left pending.
+
+A write embeds at most Settings.embed_sync_passages passages of an episode; the search layout
+in the manifest counts what is left per episode (`pending`, memlake.search.shards). This pass,
+run by maintenance (the local server's background thread and the scheduled maintenance Lambda,
+memlake.maintenance), takes pending episodes oldest first, embeds their next passages outside
+any lock, and commits the longer chunks row of one episode per commit. The commit is a normal
+conditional commit whose change re-checks, against the newest snapshot of every attempt, that
+the episode is live with the same text and that its chunks row is still the one the new
+vectors extend; otherwise it stages nothing (a deleted episode stays deleted, a rewritten one
+was planned by its own write, a concurrent pass already did the work). The commit hook then
+rebuilds the shard holding the episode (memlake.search.indexing).
+
+Bounded per run (`max_passages`, an optional monotonic `deadline`) and idempotent: a run that
+finds nothing pending reads only the manifest.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.compute as pc
+
+from memlake.episodes import TABLE
+from memlake.lake import Lake, Snapshot, Transaction
+from memlake.search.indexing import CHUNKS_TABLE, SearchService, installed
+from memlake.search.passages import Embedded, embed_passages, passage_texts, plan
+from memlake.search.shards import EXTRA_KEY
+
+
+@dataclass
+class BackfillReport:
+    passages: int = 0  # embedded by this run
+    commits: int = 0
+    left: int = 0  # passages still pending in the tenants it went through
+
+
+def pending_map(extra: dict[str, Any]) -> dict[str, int]:
+    doc = extra.get(EXTRA_KEY) or {}
+    return {str(k): int(v) for k, v in (doc.get("pending") or {}).items()}
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _chunks_row(snap: Snapshot, episode_id: str) -> tuple[dict[str, Any] | None, int | None]:
+    """(row, commit version) of an episode's live chunks row, or (None, None). Reads only the
+    segments whose id range holds it, newest first, instead of indexing the whole table (a
+    cold maintenance Lambda would otherwise read every vector of the tenant)."""
+    view = snap.table(CHUNKS_TABLE)
+    segs = view.segments
+    best: tuple[int, int, int, dict[str, Any]] | None = None  # (seq, segment, row, data)
+    for pos in sorted(range(len(segs)), key=lambda p: (segs[p].seq, p), reverse=True):
+        ref = segs[pos]
+        if best is not None and ref.seq < best[0]:
+            break  # every row of an older segment is older than the one found
+        if not ref.min_id <= episode_id <= ref.max_id:
+            continue
+        table = view.segment_table(pos)
+        for at in pc.indices_nonzero(pc.equal(table.column("id"), episode_id)).to_pylist():
+            data = table.slice(at, 1).to_pylist()[0]
+            seq = ref.seq if data.get("_seq") is None else int(data["_seq"])
+            if best is None or (seq, pos, at) >= best[:3]:
+                best = (seq, pos, at, data)
+    if best is None or best[3].get("_deleted"):
+        return None, None
+    return best[3], best[0]
+
+
+def _forget(lake: Lake, tenant: str, episode_id: str) -> bool:
+    """Drop the pending entry of an episode that is not live (written by a lake without hooks)."""
+
+    def change(txn: Transaction) -> bool:
+        if txn.exists(TABLE, episode_id):
+            return False
+        pending = (txn.extra.get(EXTRA_KEY) or {}).get("pending") or {}
+        return pending.pop(episode_id, None) is not None
+
+    return bool(lake.commit(tenant, change))
+
+
+def _step(
+    lake: Lake, svc: SearchService, tenant: str, snap: Snapshot, episode_id: str, n: int
+) -> int | None:
+    """Embed up to `n` more passages of one episode and commit them; the number embedded, or
+    None when nothing was committed (the episode or its vectors changed meanwhile)."""
+    row = snap.table(TABLE).get(episode_id)
+    if row is None:
+        return 0 if _forget(lake, tenant, episode_id) else None
+    emb, model = svc.embedder, svc.embedder.name
+    h = svc.content_hash(row)
+    stored, planned = _chunks_row(snap, episode_id)
+    base: Embedded | None = None
+    if stored is not None and stored.get("model") == model and stored["content_hash"] == h:
+        base = Embedded.from_row(stored, emb.dim)
+    if base is None:  # vectors of another text or model: plan it afresh
+        base = embed_passages(h, plan(row, emb), emb, 0)
+    done = len(base.vectors)
+    texts = passage_texts(row, base)[done : done + n]
+    full = base.extended(emb.embed(texts)) if texts else base
+
+    def change(txn: Transaction) -> bool:
+        current = txn.get(TABLE, episode_id)
+        if current is None or svc.content_hash(current) != h:
+            return False  # deleted, or rewritten (its own write planned the new text)
+        if episode_id in dict(txn.staged_rows(CHUNKS_TABLE)):
+            return False
+        if _chunks_row(txn.snapshot, episode_id)[1] != planned:
+            return False  # another pass or a writer changed the vectors since we read them
+        txn.put(CHUNKS_TABLE, full.row(episode_id, model))
+        return True
+
+    return len(texts) if lake.commit(tenant, change) else None
+
+
+def embed_pending(
+    lake: Lake,
+    tenant: str,
+    *,
+    max_passages: int,
+    batch: int | None = None,
+    deadline: float | None = None,
+) -> BackfillReport:
+    """Embed up to `max_passages` pending passages of a tenant, `batch` (default
+    Settings.embed_batch_passages) per commit, oldest episode first; stops at `deadline`
+    (time.monotonic()). A lake without search hooks has nothing to do."""
+    report = BackfillReport()
+    svc = installed(lake)
+    if svc is None:
+        return report
+    step = batch or svc.settings.embed_batch_passages
+    left, skipped = max_passages, set()
+    while True:
+        snap = lake.snapshot(tenant)
+        todo = sorted(e for e in pending_map(snap.extra) if e not in skipped)  # time-sortable
+        if not todo or left <= 0 or _past(deadline):
+            report.left = sum(pending_map(snap.extra).values())
+            return report
+        done = _step(lake, svc, tenant, snap, todo[0], min(left, step))
+        if done is None:
+            skipped.add(todo[0])  # changed under us: the next run sees the new state
+            continue
+        report.passages += done
+        report.commits += 1
+        left -= max(done, 1)

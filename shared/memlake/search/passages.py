@@ -1,0 +1,157 @@
+"""An episode's passages and their vectors, and how many of them are not embedded yet.
+
+The passages of an episode are the title/summary/tags text (start and end -1), when it has one,
+then overlapping windows of its content (memlake.embed.chunking for a local model, character
+windows for Bedrock). Its `episode_chunks` row holds the offsets of EVERY passage (`starts`,
+`ends`) and the vectors of the first k of them, in order (k <= passages):
+
+    vectors[i] embeds passage i;  passages k.. are pending (vectors_pending = passages - k)
+
+A write embeds at most Settings.embed_sync_passages passages (docs/decisions/1041); the
+deferred pass (memlake.search.backfill) embeds the rest, in order, in later commits. A text
+with nothing to embed stores one zero vector (it scores 0 against every query).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memlake.embed.base import Embedder
+from memlake.search.text import vector_texts
+
+CHUNK_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/0301-hybrid-search-tuning.md
+CHUNK_OVERLAP = 16
+CHAR_WINDOW = 2_000  # for embedders without a local tokenizer (Bedrock Titan)
+HEADER = -1  # start/end of the title/summary/tags passage
+
+
+@dataclass(frozen=True)
+class Passage:
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Embedded:
+    content_hash: str
+    starts: list[int]
+    ends: list[int]
+    vectors: np.ndarray  # (k, dim) float32 unit rows: the first k passages
+
+    @property
+    def pending(self) -> int:
+        """Passages not embedded yet."""
+        return len(self.starts) - len(self.vectors)
+
+    def doc_vectors(self) -> np.ndarray:
+        """The vectors a shard indexes: at least one row (a zero row while none is embedded)."""
+        if len(self.vectors):
+            return self.vectors
+        return np.zeros((1, self.vectors.shape[1]), np.float32)
+
+    def extended(self, more: np.ndarray) -> Embedded:
+        """These vectors followed by the next passages' (`more` rows)."""
+        vectors = np.concatenate([self.vectors, np.asarray(more, np.float32)])
+        return Embedded(self.content_hash, self.starts, self.ends, vectors)
+
+    def row(self, episode_id: str, model: str) -> dict[str, Any]:
+        return {
+            "id": episode_id,
+            "model": model,
+            "content_hash": self.content_hash,
+            "starts": self.starts,
+            "ends": self.ends,
+            "vectors": self.vectors.tolist(),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], dim: int) -> Embedded:
+        vectors = np.asarray(row["vectors"] or [], dtype=np.float32).reshape(-1, dim)
+        return cls(row["content_hash"], list(row["starts"]), list(row["ends"]), vectors)
+
+
+def plan(row: dict[str, Any], embedder: Embedder) -> list[Passage]:
+    """Every passage of an episode row, in embedding order (no model run: tokenizing 256 KiB
+    takes ~0.15 s, embedding it ~17 s)."""
+    header, content = vector_texts(row)
+    out = [Passage(HEADER, HEADER, header)] if header.strip() else []
+    if not content.strip():
+        return out
+    tokenizer = getattr(embedder, "raw_tokenizer", None)
+    if tokenizer is not None:  # a local model: windows of exact token counts
+        from memlake.embed.chunking import chunk_for_embedding
+
+        chunks = chunk_for_embedding(
+            content, tokenizer, max_tokens=CHUNK_TOKENS, overlap=CHUNK_OVERLAP
+        )
+        pieces = [(c.start_char, c.end_char, c.text) for c in chunks]
+    else:
+        from memlake.embed.bedrock import split_by_chars
+
+        pieces, at = [], 0
+        for piece in split_by_chars(content, CHAR_WINDOW):
+            pieces.append((at, at + len(piece), piece))
+            at += len(piece)
+    out.extend(Passage(s, e, text) for s, e, text in pieces if text.strip())
+    return out
+
+
+def passage_texts(row: dict[str, Any], emb: Embedded) -> list[str]:
+    """The texts of `emb`'s passages, cut from the episode row they were planned on."""
+    header, content = vector_texts(row)
+    return [
+        header if s == HEADER else content[s:e] for s, e in zip(emb.starts, emb.ends, strict=True)
+    ]
+
+
+def embed_passages(
+    content_hash: str, passages: list[Passage], embedder: Embedder, limit: int
+) -> Embedded:
+    """Offsets of all `passages` and vectors of the first `limit` of them."""
+    if not passages:  # nothing to embed: a zero vector scores 0 against every query
+        zero = np.zeros((1, embedder.dim), np.float32)
+        return Embedded(content_hash, [HEADER], [HEADER], zero)
+    first = [p.text for p in passages[: max(0, limit)]]
+    vectors = (
+        np.asarray(embedder.embed(first), dtype=np.float32)
+        if first
+        else np.zeros((0, embedder.dim), np.float32)
+    )
+    return Embedded(content_hash, [p.start for p in passages], [p.end for p in passages], vectors)
+
+
+class EmbeddedCache:
+    """Recently computed vectors by content hash (LRU, bounded in texts and in vectors); of two
+    versions of one text it keeps the one with more passages embedded."""
+
+    def __init__(self, max_texts: int, max_vectors: int) -> None:
+        self.max_texts, self.max_vectors = max_texts, max_vectors
+        self._items: OrderedDict[str, Embedded] = OrderedDict()
+        self._vectors = 0
+        self._lock = threading.Lock()
+
+    def get(self, content_hash: str) -> Embedded | None:
+        with self._lock:
+            return self._items.get(content_hash)
+
+    def remember(self, emb: Embedded) -> Embedded:
+        """Cache `emb` unless the cached version of its text has more vectors; returns the
+        cached one."""
+        with self._lock:
+            old = self._items.get(emb.content_hash)
+            if old is None or len(emb.vectors) > len(old.vectors):
+                self._vectors += len(emb.vectors) - (len(old.vectors) if old else 0)
+                self._items[emb.content_hash] = old = emb
+            self._items.move_to_end(emb.content_hash)
+            while len(self._items) > 1 and (
+                len(self._items) > self.max_texts or self._vectors > self.max_vectors
+            ):
+                _, gone = self._items.popitem(last=False)
+                self._vectors -= len(gone.vectors)
+        return old
