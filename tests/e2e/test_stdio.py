@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -59,9 +61,15 @@ async def _all_tools(session: ClientSession) -> list[str]:
 
 def _round_trip(server: StdioServerParameters, second: StdioServerParameters) -> None:
     async def scenario() -> None:
-        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(server) as (read, write),
+            ClientSession(read, write) as session,
+            stdio_client(second) as (read2, write2),  # another app on the same lake, at once
+            ClientSession(read2, write2) as other,
+        ):
             init = await session.initialize()
             assert init.server_info.name == "memlake" and init.instructions
+            await other.initialize()
             tools = await _all_tools(session)
             assert {"add_episode", "search_episodes", "get_episode"} <= set(tools)
             added = await call(session, "add_episode", {"content": "The heron nests by the mill"})
@@ -71,11 +79,13 @@ def _round_trip(server: StdioServerParameters, second: StdioServerParameters) ->
             bad = await call(session, "get_episode", {"id": "no-such-episode"})
             assert bad["is_error"] and bad["error"]["message"], bad
 
-        # a second process on the same lake (the next time the desktop app starts) sees it
-        async with stdio_client(second) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            again = await call(session, "search_episodes", {"query": "heron"})
-            assert [e["content"] for e in again["episodes"]] == ["The heron nests by the mill"]
+            # the second process, started before the write, sees it; and the first sees its own
+            seen = await call(other, "search_episodes", {"query": "heron"})
+            assert [e["content"] for e in seen["episodes"]] == ["The heron nests by the mill"]
+            more = await call(other, "add_episode", {"content": "A heron again, by the weir"})
+            assert not more["is_error"], more
+            both = await call(session, "search_episodes", {"query": "heron"})
+            assert {e["id"] for e in both["episodes"]} == {added["id"], more["id"]}
 
     run(scenario())
 
@@ -151,6 +161,44 @@ def test_stdio_runs_the_background_maintenance(tmp_path: Path) -> None:
             raise AssertionError(f"passages still pending: {got}")
 
     run(scenario())
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_COMMAND, README_DATA = "/home/you/memlake/.venv/bin/memlake", "/home/you/memlake-data"
+
+
+def readme_snippets() -> list[tuple[str, list[str]]]:
+    """(command, args) of each client config in the README's stdio section."""
+    section = README.read_text().split("## Desktop clients (stdio)", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for block in re.findall(r"```json\n(.*?)```", section, re.S):
+        server = json.loads(block)["mcpServers"]["memlake"]
+        found.append((server["command"], server["args"]))
+    for line in re.findall(r"^claude mcp add memlake -- (.+)$", section, re.M):
+        command, *args = shlex.split(line)
+        found.append((command, args))
+    return found
+
+
+def test_the_readme_snippets_run(tmp_path: Path) -> None:
+    """Claude Desktop's, Cursor's and Claude Code's config, as the README gives them, with
+    the placeholders replaced by this checkout's paths; started from / as a desktop app may."""
+    snippets = readme_snippets()
+    assert len(snippets) == 3, snippets
+    memlake = str(Path(sys.executable).parent / "memlake")
+
+    async def scenario(i: int, args: list[str]) -> None:
+        server = StdioServerParameters(command=memlake, args=args, env=ENV, cwd="/")
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            added = await call(session, "add_episode", {"content": f"snippet {i} works"})
+            assert not added["is_error"], added
+            listed = await call(session, "list_episodes", {})
+            assert len(listed["episodes"]) == i + 1  # one lake for all three
+
+    for i, (command, args) in enumerate(snippets):
+        assert command == README_COMMAND and README_DATA in args, (command, args)
+        run(scenario(i, [str(tmp_path) if a == README_DATA else a for a in args]))
 
 
 # --- raw pipes ------------------------------------------------------------------------------
