@@ -306,3 +306,26 @@ def test_the_stdio_door_does_not_load_the_http_stack(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(tmp_path)], input=b"", capture_output=True, timeout=60
     )
     assert proc.stderr.decode().strip().splitlines()[-1] == "0 False False", proc.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["--data", "/proc/no-such-dir/lake"], "cannot open the lake at /proc/no-such-dir"),
+        (["--data", "{tmp}", "--tenant", "Not A Tenant"], "is not a tenant name"),
+    ],
+)
+def test_a_bad_lake_or_tenant_is_one_line_on_stderr(
+    tmp_path: Path, args: list[str], expect: str
+) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    proc = subprocess.run(
+        [sys.executable, "-m", "memlake", "stdio", *argv],
+        input=lines(INIT),
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, **ENV},
+    )
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert err.startswith("memlake: ") and expect in err and "Traceback" not in err, err

@@ -221,7 +221,13 @@ def run_stdio(settings: Settings, *, tenant: str = "default") -> int:
         raise ConfigurationError(
             f"--tenant {tenant[:40]!r} is not a tenant name: lowercase letters, digits, '_', '-'"
         )
-    services = Services.build(settings)
+    try:
+        services = Services.build(settings)
+    except OSError as e:  # e.g. --data under a directory that does not exist or is read-only
+        raise ConfigurationError(
+            f"cannot open the lake at {e.filename or settings.data_dir}: {e.strerror or e};"
+            " give --data an absolute path to a writable directory"
+        ) from None
     maintenance = Maintenance(services)
     maintenance.start()
     where = settings.data_dir.resolve() if settings.store == "local" else f"s3://{settings.bucket}"
