@@ -1,4 +1,4 @@
-"""Command line: `memlake serve | compact | gc | export | import`."""
+"""Command line: `memlake serve | stdio | compact | gc | export | import`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     serve(_settings(args), host=args.host, port=args.port)
     return 0
+
+
+def _cmd_stdio(args: argparse.Namespace) -> int:
+    from memlake.mcp.stdio import run_stdio
+
+    return run_stdio(_settings(args), tenant=args.tenant)
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
@@ -101,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--data", help="lake directory (default ./memlake-data)")
     serve.set_defaults(func=_cmd_serve)
+
+    stdio = sub.add_parser(
+        "stdio", help="speak MCP over stdin/stdout (Claude Desktop, Claude Code, Cursor)"
+    )
+    stdio.add_argument(
+        "--data", help="lake directory, best absolute (default ./memlake-data, or S3 by MEMLAKE_*)"
+    )
+    stdio.add_argument("--tenant", default="default", help="whose memory (default: default)")
+    stdio.set_defaults(func=_cmd_stdio)
 
     comp = sub.add_parser("compact", help="merge small segments of a tenant")
     comp.add_argument("--tenant", default="default")

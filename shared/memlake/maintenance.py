@@ -2,16 +2,18 @@
 (memlake.search.backfill), then compaction, then GC.
 
 The MaintenanceFunction (EventBridge schedule) runs this; it is the only Lambda allowed to
-list and delete objects. `memlake serve` does the same work in a background thread for the
-tenants it has touched (embed_pending_tenants on every tick). One tenant's failure is logged
-and does not stop the others.
+list and delete objects. `memlake serve` and `memlake stdio` do the same work in a background
+thread (Maintenance) for the tenants they have touched (embed_pending_tenants on every tick).
+One tenant's failure is logged and does not stop the others.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlake.errors import MemlakeError
 from memlake.ids import TENANT_PATTERN
@@ -20,6 +22,9 @@ from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
 from memlake.search.backfill import embed_pending
 from memlake.store.base import ObjectStore
+
+if TYPE_CHECKING:
+    from memlake.services import Services
 
 log = logging.getLogger("memlake.maintenance")
 TENANTS_PREFIX = "tenants/"
@@ -112,3 +117,39 @@ def run_maintenance(
             log.error("maintenance failed for tenant %s: %s", tenant, e.code)
             report.failed.append(tenant)
     return report
+
+
+class Maintenance(threading.Thread):
+    """The local doors' background maintenance (`memlake serve`, `memlake stdio`): every
+    `interval` seconds compacts the tenants this process touched whose small segments pile
+    up, embeds passages left pending, and collects garbage hourly."""
+
+    def __init__(self, services: Services, interval: float = 2.0) -> None:
+        super().__init__(name="memlake-maintenance", daemon=True)
+        self.services = services
+        self.interval = interval
+        self.stop_event = threading.Event()
+        self._last_gc = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            self.tick()
+
+    def tick(self) -> None:
+        lake = self.services.lake
+        min_segments = self.services.settings.compact_min_segments
+        gc_due = time.monotonic() - self._last_gc > 3600
+        for tenant in lake.known_tenants():
+            try:
+                snap = lake.snapshot(tenant)
+                if any(len(s) >= min_segments for s in snap.manifest.tables.values()):
+                    compact(lake, tenant, min_segments=min_segments // 2)
+                if gc_due:
+                    collect_garbage(lake, tenant)
+            except MemlakeError:
+                log.exception("maintenance failed for tenant %s", tenant)
+        if gc_due:
+            self._last_gc = time.monotonic()
+        embed_pending_tenants(  # vectors writes left pending
+            lake, lake.known_tenants(), max_passages=self.services.settings.embed_batch_passages
+        )

@@ -25,9 +25,8 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from memlake.config import Settings
-from memlake.errors import ConfigurationError, MemlakeError
-from memlake.lake.compaction import compact
-from memlake.lake.gc import collect_garbage
+from memlake.errors import ConfigurationError
+from memlake.maintenance import Maintenance
 from memlake.mcp.asgi import McpAsgi
 from memlake.mcp.auth import ApiKeys
 from memlake.mcp.http import LOOPBACK_HOSTS, McpHttpApp, OriginPolicy
@@ -166,42 +165,6 @@ def serving_in_thread(app: McpHttpApp, host: str = "127.0.0.1") -> Iterator[str]
         thread.join(10)
         executor.shutdown(wait=False, cancel_futures=True)
         sock.close()
-
-
-class Maintenance(threading.Thread):
-    """Compacts tenants with many small segments; collects garbage hourly."""
-
-    def __init__(self, services: Services, interval: float = 2.0) -> None:
-        super().__init__(name="memlake-maintenance", daemon=True)
-        self.services = services
-        self.interval = interval
-        self.stop_event = threading.Event()
-        self._last_gc = time.monotonic()
-
-    def run(self) -> None:
-        while not self.stop_event.wait(self.interval):
-            self.tick()
-
-    def tick(self) -> None:
-        lake = self.services.lake
-        min_segments = self.services.settings.compact_min_segments
-        gc_due = time.monotonic() - self._last_gc > 3600
-        for tenant in lake.known_tenants():
-            try:
-                snap = lake.snapshot(tenant)
-                if any(len(s) >= min_segments for s in snap.manifest.tables.values()):
-                    compact(lake, tenant, min_segments=min_segments // 2)
-                if gc_due:
-                    collect_garbage(lake, tenant)
-            except MemlakeError:
-                log.exception("maintenance failed for tenant %s", tenant)
-        if gc_due:
-            self._last_gc = time.monotonic()
-        from memlake.maintenance import embed_pending_tenants  # vectors writes left pending
-
-        embed_pending_tenants(
-            lake, lake.known_tenants(), max_passages=self.services.settings.embed_batch_passages
-        )
 
 
 def serve(settings: Settings, *, host: str, port: int) -> None:

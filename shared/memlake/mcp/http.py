@@ -9,39 +9,22 @@ initialize handshake. See docs/mcp-protocol-notes.md.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 import re
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from memlake.mcp.dispatch import SERVER_INFO, dispatch
-from memlake.mcp.protocol import (
-    HEADER_MISMATCH,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    LEGACY_TOLERATED,
-    META_CAPABILITIES,
-    META_SERVER_INFO,
-    META_VERSION,
-    MODERN_VERSIONS,
-    SUPPORTED_VERSIONS,
-    UNSUPPORTED_VERSION,
-    RpcError,
-)
-from memlake.mcp.wire import BadMessage, check_params, classify, dumps, parse_body
+from memlake.mcp.protocol import INVALID_REQUEST, RpcError
+from memlake.mcp.rpc import answer
+from memlake.mcp.wire import BadMessage, dumps, parse_body
 from memlake.services import Services
-from memlake.tools.base import Principal, ToolContext
+from memlake.tools.base import Principal
 
 log = logging.getLogger("memlake.mcp")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
-_B64_WORD = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?")
 
 
@@ -105,16 +88,6 @@ def _error_response(
     err = RpcError(code, message, data).to_json()
     body = {"jsonrpc": "2.0", "id": msg_id, "error": err}
     return HttpResponse(status, dumps(body), {"content-type": "application/json"})
-
-
-def _decode_header_value(value: str) -> str | None:
-    match = _B64_WORD.match(value)
-    if not match:
-        return value
-    try:
-        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
 
 
 class McpHttpApp:
@@ -181,122 +154,12 @@ class McpHttpApp:
         return self._message(req, message, principal)
 
     def _message(self, req: HttpRequest, message: Any, principal: Principal) -> HttpResponse:
-        if isinstance(message, list):
-            return _error_response(400, INVALID_REQUEST, "Batches are not supported")
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _error_response(400, INVALID_REQUEST, "Invalid Request: not JSON-RPC 2.0")
-        try:
-            kind = classify(message)
-        except BadMessage as e:
-            return _error_response(400, e.code, e.message, e.msg_id)
-        msg_id = message.get("id")
-        header_version = req.header("mcp-protocol-version")
-        if header_version is not None and header_version not in (
-            *SUPPORTED_VERSIONS,
-            *LEGACY_TOLERATED,
-        ):
-            return _error_response(
-                400,
-                UNSUPPORTED_VERSION,
-                f"Unsupported protocol version: {header_version[:40]}",
-                msg_id,
-                {"supported": list(SUPPORTED_VERSIONS), "requested": header_version[:40]},
-            )
-        if kind != "request":  # a notification, or a response to nothing we asked
-            return HttpResponse(202)
-        method: str = message["method"]
-        params = message.get("params", {})
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            return _error_response(400, INVALID_PARAMS, "params must be an object", msg_id)
-        try:
-            check_params(method, params, msg_id)
-        except BadMessage as e:
-            return _error_response(400, e.code, e.message, e.msg_id)
-        request_id = req.request_id or uuid.uuid4().hex[:16]
-        try:
-            modern = self._check_era(req, method, params, header_version)
-            started = time.perf_counter()
-            ctx = ToolContext(
-                principal=principal,
-                lake=self.services.lake,
-                settings=self.services.settings,
-                request_id=request_id,
-                services=self.services,
-            )
-            result = dispatch(
-                method,
-                params,
-                modern=modern,
-                ctx=ctx,
-                page_size=self.services.settings.tools_page_size,
-            )
-            log.info(
-                "rpc %s tool=%s tenant=%s ms=%.1f",
-                method,
-                params.get("name") if method == "tools/call" else "-",
-                principal.tenant,
-                (time.perf_counter() - started) * 1000,
-                extra={"correlation_id": request_id},
-            )
-        except RpcError as e:
-            return _error_response(e.http_status, e.code, e.message, msg_id, e.data)
-        if modern:
-            result = {
-                **result,
-                "resultType": "complete",
-                "_meta": {META_SERVER_INFO: SERVER_INFO},
-            }
-            if method == "tools/list":
-                result.setdefault("ttlMs", 0)
-                result.setdefault("cacheScope", "private")
-        body = {"jsonrpc": "2.0", "id": msg_id, "result": result}
-        return HttpResponse(
-            200, dumps(body), {"content-type": "application/json", "x-request-id": request_id}
+        reply = answer(
+            message, self.services, principal, header=req.header, request_id=req.request_id
         )
-
-    def _check_era(
-        self, req: HttpRequest, method: str, params: dict[str, Any], header_version: str | None
-    ) -> bool:
-        meta = params.get("_meta")
-        meta_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-        modern = header_version in MODERN_VERSIONS or meta_version in MODERN_VERSIONS
-        if method == "server/discover" and header_version is None and meta_version is None:
-            return True
-        if not modern:
-            return False
-        if not isinstance(meta, dict) or not isinstance(meta.get(META_CAPABILITIES), dict):
-            raise RpcError(
-                INVALID_PARAMS,
-                f"params._meta must carry {META_VERSION} and {META_CAPABILITIES}",
-            )
-        if not isinstance(meta_version, str):
-            raise RpcError(INVALID_PARAMS, f"params._meta needs {META_VERSION}")
-        if header_version != meta_version:
-            raise RpcError(
-                HEADER_MISMATCH,
-                f"Header mismatch: MCP-Protocol-Version {header_version!r} does not match"
-                f" _meta protocolVersion {meta_version!r}",
-            )
-        if meta_version not in MODERN_VERSIONS:
-            raise RpcError(
-                UNSUPPORTED_VERSION,
-                f"Unsupported protocol version: {meta_version[:40]}",
-                {"supported": list(SUPPORTED_VERSIONS), "requested": meta_version[:40]},
-            )
-        header_method = req.header("mcp-method")
-        if header_method != method:
-            raise RpcError(
-                HEADER_MISMATCH,
-                f"Header mismatch: Mcp-Method {header_method!r} does not match method {method!r}",
-            )
-        if method == "tools/call" and isinstance(params.get("name"), str):
-            raw = req.header("mcp-name")
-            decoded = _decode_header_value(raw) if raw is not None else None
-            if decoded != params["name"]:
-                raise RpcError(
-                    HEADER_MISMATCH,
-                    f"Header mismatch: Mcp-Name {raw!r} does not match params.name",
-                )
-        return True
+        if reply.body is None:
+            return HttpResponse(reply.status)
+        headers = {"content-type": "application/json"}
+        if reply.ok:
+            headers["x-request-id"] = reply.request_id
+        return HttpResponse(reply.status, dumps(reply.body), headers)
