@@ -45,7 +45,7 @@ Out = TypeVar("Out", bound=BaseModel)
 #: The time source for expiry (tests replace it to move past the TTL).
 clock: Callable[[], datetime] = now
 
-KEY_HELP = "New UUID per write; a retry returns the first result"
+KEY_HELP = "A new UUID per write makes retries safe"
 IdempotencyKey = Annotated[str, Field(min_length=8, max_length=128, pattern=KEY_PATTERN)]
 
 

@@ -123,7 +123,7 @@ SPEC = ToolSpec(
     description=(
         "Save a memory (a conversation, decision or notes) with when it happened and"
         " its project. To edit one, or to add title, tags and platform, use"
-        " upsert_episode. idempotency_key makes a retry safe."
+        " upsert_episode. idempotency_key makes retries safe."
     ),
     input_model=AddEpisodeInput,
     output_model=AddEpisodeOutput,

@@ -48,7 +48,7 @@ SPEC = ToolSpec(
     description=(
         "Create or update a concept: reusable knowledge from episodes (a person,"
         " technology, decision...). With id: given fields replace, omitted ones stay,"
-        " null clears."
+        " null clears. idempotency_key makes retries safe."
     ),
     input_model=UpsertConceptInput,
     output_model=UpsertConceptOutput,
