@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from memlake.config import Settings
+from memlake.config import Settings, parse_toolsets
 from memlake.errors import MemlakeError, NotFound
 
 
@@ -23,7 +23,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from memlake.server import serve
 
-    serve(_settings(args), host=args.host, port=args.port)
+    cfg = _settings(args)
+    if args.toolsets is not None:
+        cfg = replace(cfg, toolsets=parse_toolsets(args.toolsets, source="--toolsets"))
+    serve(cfg, host=args.host, port=args.port)
     return 0
 
 
@@ -106,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--data", help="lake directory (default ./memlake-data)")
+    serve.add_argument(
+        "--toolsets",
+        help="tools to offer, comma-separated: episodes, layers, graph, all"
+        " (default: MEMLAKE_TOOLSETS, else all)",
+    )
     serve.set_defaults(func=_cmd_serve)
 
     stdio = sub.add_parser(

@@ -28,6 +28,25 @@ def _positive(name: str, default: int) -> int:
     return value
 
 
+#: what `MEMLAKE_TOOLSETS` / `serve --toolsets` may name (memlake.tools.registry.TOOLSETS)
+TOOLSET_NAMES = ("episodes", "layers", "graph", "all")
+
+
+def parse_toolsets(raw: str, *, source: str = "MEMLAKE_TOOLSETS") -> tuple[str, ...]:
+    """Comma-separated toolset names -> a canonical tuple; ("all",) when empty or when "all"
+    is among them. An unknown name is a ConfigurationError naming the choices."""
+    names = [p.strip().lower() for p in raw.split(",") if p.strip()]
+    unknown = [n for n in names if n not in TOOLSET_NAMES]
+    if unknown:
+        raise ConfigurationError(
+            f"{source}: unknown toolset {unknown[0][:40]!r}; choose from"
+            f" {', '.join(TOOLSET_NAMES)} (comma-separated, e.g. episodes,layers)"
+        )
+    if not names or "all" in names:
+        return ("all",)
+    return tuple(n for n in TOOLSET_NAMES if n in names)
+
+
 def _list(name: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
 
@@ -74,7 +93,15 @@ class Settings:
     embed_sync_passages: int = 64
     #: passages the deferred embedding pass embeds per commit (and per local maintenance tick)
     embed_batch_passages: int = 256
+    #: which tools tools/list offers and tools/call accepts on the MCP doors (TOOLSET_NAMES)
+    toolsets: tuple[str, ...] = ("all",)
     extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.toolsets if n not in TOOLSET_NAMES]
+        if unknown or not self.toolsets:
+            what = f"unknown toolset {unknown[0][:40]!r}" if unknown else "no toolset chosen"
+            raise ConfigurationError(f"{what}; choose from {', '.join(TOOLSET_NAMES)}")
 
     @property
     def embed_dim(self) -> int:
@@ -117,6 +144,7 @@ class Settings:
             http_max_connections=_int("MEMLAKE_HTTP_MAX_CONNECTIONS", 512),
             http_workers=_int("MEMLAKE_HTTP_WORKERS", 16),
             http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024),
+            toolsets=parse_toolsets(os.environ.get("MEMLAKE_TOOLSETS", "")),
         )
 
 

@@ -42,7 +42,7 @@ MAC_BYTES = 16
 
 Cursor = Annotated[
     str | None,
-    Field(max_length=MAX_CURSOR_CHARS, description="next_cursor of the last page"),
+    Field(max_length=MAX_CURSOR_CHARS),
 ]
 
 #: A position field's check: True when the decoded JSON value is acceptable.

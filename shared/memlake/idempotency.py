@@ -45,11 +45,7 @@ Out = TypeVar("Out", bound=BaseModel)
 #: The time source for expiry (tests replace it to move past the TTL).
 clock: Callable[[], datetime] = now
 
-KEY_HELP = (
-    "Optional; makes retries safe. Repeating a key with the same arguments within 24 h returns"
-    " the first call's result and writes nothing; other arguments under a used key are an"
-    " error. Use a fresh UUID per intended write (8-128 letters, digits, '.', '_', ':', '-')."
-)
+KEY_HELP = "A new UUID per write makes retries safe"
 IdempotencyKey = Annotated[str, Field(min_length=8, max_length=128, pattern=KEY_PATTERN)]
 
 

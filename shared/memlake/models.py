@@ -66,7 +66,7 @@ def _entity_id(value: str) -> str:
 
 EpisodeId = Annotated[
     str,
-    Field(min_length=1, max_length=80, description="Episode id ('episode:' prefix accepted)"),
+    Field(min_length=1, max_length=80),
     AfterValidator(_episode_id),
 ]
 EntityId = Annotated[str, Field(min_length=1, max_length=80), AfterValidator(_entity_id)]
@@ -77,7 +77,7 @@ Context = Annotated[
         min_length=1,
         max_length=128,
         pattern=CONTEXT_PATTERN.pattern,
-        description="Project namespace, e.g. 'memlake' or 'acme/webapp'",
+        description="Project, e.g. acme/webapp",
     ),
 ]
 IsoTime = Annotated[
@@ -122,8 +122,8 @@ def check_span(started_at: str | None, ended_at: str | None) -> None:
 
 
 class TimeRange(Input):
-    time_start: IsoTime | None = Field(None, description="Only episodes at or after this time")
-    time_end: IsoTime | None = Field(None, description="Only episodes at or before this time")
+    time_start: IsoTime | None = Field(None, description="From (ISO 8601)")
+    time_end: IsoTime | None = Field(None, description="Until (ISO 8601)")
 
     @field_validator("time_start", "time_end")
     @classmethod

@@ -39,12 +39,12 @@ def _id_check(prefix: str, field: str) -> AfterValidator:
 
 ThreadId = Annotated[
     str,
-    Field(min_length=1, max_length=80, description="Thread id ('thread:' prefix accepted)"),
+    Field(min_length=1, max_length=80),
     _id_check("thread", "thread id"),
 ]
 ConceptId = Annotated[
     str,
-    Field(min_length=1, max_length=80, description="Concept id ('concept:' prefix accepted)"),
+    Field(min_length=1, max_length=80),
     _id_check("concept", "concept id"),
 ]
 
@@ -53,29 +53,25 @@ def _strip(value: Any) -> Any:
     return value.strip() if isinstance(value, str) else value
 
 
-def _line(max_chars: int, description: str) -> Any:
+def _line(max_chars: int, description: str | None = None) -> Any:
     """Field of one line of text without control characters (surrounding blanks removed)."""
     return Field(min_length=1, max_length=max_chars, pattern=_NO_CONTROL, description=description)
 
 
 _Strip = BeforeValidator(_strip)
-Title = Annotated[str, _Strip, _line(MAX_TITLE_CHARS, "Human-readable title, one line")]
-Tag = Annotated[str, _Strip, _line(64, "A tag, one line up to 64 characters")]
-Platform = Annotated[str, _Strip, _line(64, "Where it happened, e.g. 'claude', 'chatgpt'")]
-ClientName = Annotated[str, _Strip, _line(128, "Client application, e.g. 'claude-desktop'")]
-ModelName = Annotated[str, _Strip, _line(128, "Model that took part, e.g. 'claude-opus-4'")]
+Title = Annotated[str, _Strip, _line(MAX_TITLE_CHARS)]
+Tag = Annotated[str, _Strip, _line(64)]
+Platform = Annotated[str, _Strip, _line(64, "e.g. claude, chatgpt")]
+ClientName = Annotated[str, _Strip, _line(128, "e.g. claude-desktop")]
+ModelName = Annotated[str, _Strip, _line(128, "e.g. claude-opus-4")]
 ConceptName = Annotated[str, _Strip, _line(MAX_NAME_CHARS, "Concept name, one line")]
-ConceptKind = Annotated[
-    str, _Strip, _line(64, "Kind of concept, e.g. person, technology, decision (default concept)")
-]
+ConceptKind = Annotated[str, _Strip, _line(64, "e.g. person, decision; default concept")]
 SearchQuery = Annotated[str, _Strip, _line(1_000, "What to find in titles, events and tags")]
-ConceptQuery = Annotated[
-    str, _Strip, _line(200, "Text to find in names and descriptions (case-insensitive)")
-]
+ConceptQuery = Annotated[str, _Strip, _line(200, "Case-insensitive")]
 Modality = Annotated[
     str,
     _Strip,
-    Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="e.g. text, voice, image, file"),
+    Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$", description="e.g. text, voice, image"),
 ]
 
 
@@ -95,7 +91,7 @@ def _timezone(value: str) -> str:
 Timezone = Annotated[
     str,
     _Strip,
-    Field(min_length=1, max_length=64, description="IANA zone (Europe/Berlin) or offset (+01:00)"),
+    Field(min_length=1, max_length=64, description="e.g. Europe/Berlin or +01:00"),
     AfterValidator(_timezone),
 ]
 
@@ -103,9 +99,9 @@ Role = Literal["user", "assistant", "system", "tool"]
 
 
 class MessageIn(Input):
-    role: Role = Field(description="Who spoke: user, assistant, system or tool")
-    content: str = Field(min_length=1, description="The message text (up to 64 KiB)")
-    at: IsoTime | None = Field(None, description="When it was said (ISO 8601); default: now")
+    role: Role
+    content: str = Field(min_length=1)
+    at: IsoTime | None = Field(None, description="ISO 8601; default: now")
 
     @field_validator("content")
     @classmethod

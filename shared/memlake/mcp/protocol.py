@@ -32,10 +32,6 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 SERVER_NAME = "memlake"
-INSTRUCTIONS = (
-    "memlake is your episodic memory. Store conversations and experiences with add_episode,"
-    " find them again with list_episodes or search tools, and fetch one with get_episode."
-)
 
 
 class RpcError(Exception):

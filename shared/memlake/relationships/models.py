@@ -24,17 +24,14 @@ def _relationship_id(value: str) -> str:
 
 RelationshipId = Annotated[
     str,
-    Field(min_length=1, max_length=80, description="Relationship id as returned when added"),
+    Field(min_length=1, max_length=80),
     AfterValidator(_relationship_id),
 ]
 Strength = Annotated[
     float,
-    Field(ge=0.0, le=1.0, allow_inf_nan=False, description="How strong the link is, 0.0-1.0"),
+    Field(ge=0.0, le=1.0, allow_inf_nan=False),
 ]
-TYPE_HELP = (
-    "follows (to happened after from), causes (from caused to), part_of, related_to,"
-    " contradicts, refines. An edge from -> to orders from before to."
-)
+TYPE_HELP = "follows: to came after from; causes: from caused to"
 
 
 class Relationship(Output):

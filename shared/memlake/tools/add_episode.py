@@ -31,20 +31,14 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 
 class AddEpisodeInput(Input):
-    content: str = Field(
-        description="Full episode content: the conversation, notes or experience", min_length=1
-    )
-    summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS, description="Brief summary")
-    metadata: dict[str, Any] | None = Field(
-        None, description="Free-form JSON metadata (session_id, source, participants...)"
-    )
-    context: Context | None = Field(
-        None, description="Project namespace; the server default is used when omitted"
-    )
+    content: str = Field(min_length=1)
+    summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
+    metadata: dict[str, Any] | None = None
+    context: Context | None = Field(None, description="Project; default: the server's")
     entity_ids: list[EntityId] | None = Field(
-        None, max_length=MAX_ENTITY_IDS, description="Concept/entity ids extracted from it"
+        None, max_length=MAX_ENTITY_IDS, description="Concept ids it mentions (linked)"
     )
-    started_at: IsoTime | None = Field(None, description="When the experience began (ISO 8601)")
+    started_at: IsoTime | None = Field(None, description="When it began (ISO 8601)")
     ended_at: IsoTime | None = Field(None, description="When it ended (ISO 8601)")
     idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
@@ -127,10 +121,9 @@ SPEC = ToolSpec(
     name="add_episode",
     title="Add episode",
     description=(
-        "Store a conversation or experience as an episodic memory. Returns its id (time-sortable)."
-        " Use started_at/ended_at for when it happened; context scopes it to a project."
-        " Pass idempotency_key (a fresh UUID) to make retries safe: a repeat returns the"
-        " first result instead of storing a duplicate."
+        "Save a memory (a conversation, decision or notes) with when it happened and"
+        " its project. To edit one, or to add title, tags and platform, use"
+        " upsert_episode. idempotency_key makes retries safe."
     ),
     input_model=AddEpisodeInput,
     output_model=AddEpisodeOutput,

@@ -16,11 +16,11 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 
 class AddEpisodeRelationshipInput(Input):
-    from_episode_id: EpisodeId = Field(description="The earlier / causing / containing episode")
-    to_episode_id: EpisodeId = Field(description="The later / caused / contained episode")
+    from_episode_id: EpisodeId = Field(description="The earlier, causing or containing one")
+    to_episode_id: EpisodeId
     relationship_type: RelationshipType = Field(description=TYPE_HELP)
     strength: Strength = 1.0
-    metadata: dict[str, Any] | None = Field(None, description="Free-form JSON metadata")
+    metadata: dict[str, Any] | None = None
 
     @field_validator("metadata")
     @classmethod
@@ -78,9 +78,8 @@ SPEC = ToolSpec(
     name="add_episode_relationship",
     title="Add episode relationship",
     description=(
-        "Link two existing episodes: from -> to with a type and a strength (0-1, default 1)."
-        " Rejects self-links and duplicates of the same (from, to, type); follows and causes"
-        " must stay acyclic, so an edge that would close a cycle is refused with the cycle."
+        "Link two episodes from -> to. Self-links, duplicates and follows or causes"
+        " links that would close a cycle are refused."
     ),
     input_model=AddEpisodeRelationshipInput,
     output_model=AddEpisodeRelationshipOutput,

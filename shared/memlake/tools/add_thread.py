@@ -15,14 +15,12 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 
 class AddThreadInput(Input):
-    title: Title | None = Field(None, description="Human-readable title of the conversation")
-    context: Context | None = Field(
-        None, description="Project namespace; the server default is used when omitted"
-    )
+    title: Title | None = None
+    context: Context | None = Field(None, description="Project; default: the server's")
     messages: list[MessageIn] = Field(
         default_factory=list,
         max_length=MAX_MESSAGES_PER_CALL,
-        description="First messages, in order (up to 100; append_thread_messages adds more)",
+        description="First messages; append_thread_messages adds more",
     )
     idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
@@ -41,11 +39,9 @@ SPEC = ToolSpec(
     name="add_thread",
     title="Add thread",
     description=(
-        "Store a raw conversation (messages with role, content, time) as a thread. New threads"
-        " are pending: an agent finds them with get_pending_threads, claims one with"
-        " mark_thread_status(status='processing'), writes an episode with upsert_episode"
-        " (source_thread_id) and marks it completed. Pass idempotency_key (a fresh UUID) to"
-        " make retries safe: a repeat returns the first thread instead of a duplicate."
+        "Store a raw conversation for an agent to turn into an episode later (see"
+        " get_pending_threads). To save a memory at once, use add_episode."
+        " idempotency_key makes retries safe."
     ),
     input_model=AddThreadInput,
     output_model=ThreadView,

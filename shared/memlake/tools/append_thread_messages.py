@@ -14,9 +14,7 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 class AppendThreadMessagesInput(Input):
     thread_id: ThreadId
-    messages: list[MessageIn] = Field(
-        min_length=1, max_length=MAX_MESSAGES_PER_CALL, description="Messages in order (1-100)"
-    )
+    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_MESSAGES_PER_CALL)
 
 
 class AppendThreadMessagesOutput(Output):
@@ -43,9 +41,8 @@ SPEC = ToolSpec(
     name="append_thread_messages",
     title="Append thread messages",
     description=(
-        "Append messages to a thread (up to 100 per call, 64 KiB each, 1 MiB in all; 10,000 per"
-        " thread). Appending to a completed thread reopens it (status back to pending) so the"
-        " new messages get processed; its episode stays bound and is updated on reprocessing."
+        "Add messages to a thread. A completed thread goes back to pending so that the"
+        " new messages get processed."
     ),
     input_model=AppendThreadMessagesInput,
     output_model=AppendThreadMessagesOutput,

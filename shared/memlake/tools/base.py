@@ -43,9 +43,9 @@ class Annotations:
     idempotent: bool
     open_world: bool = False
 
-    def to_mcp(self, title: str) -> dict[str, Any]:
+    def to_mcp(self) -> dict[str, Any]:
+        """The hints, all explicit (the tool's title is Tool.title, not repeated here)."""
         return {
-            "title": title,
             "readOnlyHint": self.read_only,
             "destructiveHint": self.destructive,
             "idempotentHint": self.idempotent,
@@ -65,3 +65,6 @@ class ToolSpec(Generic[In, Out]):
     output_model: type[Out]
     annotations: Annotations
     run: Callable[[ToolContext, In], Out]
+    #: an explicit null argument clears a stored field (the upserts), so the input schema
+    #: admits null for optional arguments (memlake.mcp.schema.lean_input)
+    null_clears: bool = False

@@ -13,9 +13,7 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 class CheckRelationshipExistsInput(Input):
     from_episode_id: EpisodeId
     to_episode_id: EpisodeId
-    relationship_type: RelationshipType | None = Field(
-        None, description="Only this type; omit to match any type"
-    )
+    relationship_type: RelationshipType | None = None
 
 
 class ExistingRelationship(Output):
@@ -60,10 +58,7 @@ def run(ctx: ToolContext, args: CheckRelationshipExistsInput) -> CheckRelationsh
 SPEC = ToolSpec(
     name="check_relationship_exists",
     title="Check relationship exists",
-    description=(
-        "Whether a relationship goes from one episode to another (direction matters), with every"
-        " match; pass relationship_type to ask about one type only."
-    ),
+    description=("Whether a relationship goes from one episode to another, with every match."),
     input_model=CheckRelationshipExistsInput,
     output_model=CheckRelationshipExistsOutput,
     annotations=READ_ONLY,

@@ -32,11 +32,7 @@ def run(ctx: ToolContext, args: DeleteConceptInput) -> DeleteConceptOutput:
 SPEC = ToolSpec(
     name="delete_concept",
     title="Delete concept",
-    description=(
-        "Delete a concept and its links to episodes (both sides, one commit). A concept with"
-        " child concepts is refused: re-parent or delete them first. Deleting a missing"
-        " concept returns deleted=0."
-    ),
+    description=("Delete a concept and its episode links; refused while it has child concepts."),
     input_model=DeleteConceptInput,
     output_model=DeleteConceptOutput,
     annotations=Annotations(read_only=False, destructive=True, idempotent=True),

@@ -39,7 +39,7 @@ def run(ctx: ToolContext, args: DeleteEpisodeInput) -> DeleteEpisodeOutput:
 SPEC = ToolSpec(
     name="delete_episode",
     title="Delete episode",
-    description="Delete an episodic memory by id. Deleting a missing episode returns deleted=0.",
+    description=("Delete an episode by id, with its relationships and concept links."),
     input_model=DeleteEpisodeInput,
     output_model=DeleteEpisodeOutput,
     annotations=Annotations(read_only=False, destructive=True, idempotent=True),

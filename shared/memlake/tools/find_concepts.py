@@ -17,10 +17,10 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 class FindConceptsInput(Input):
     query: ConceptQuery | None = None
-    kind: ConceptKind | None = Field(None, description="Only concepts of this kind")
-    parent_id: ConceptId | None = Field(None, description="Only direct children of this concept")
-    episode_id: EpisodeId | None = Field(None, description="Only concepts linked to this episode")
-    limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
+    kind: ConceptKind | None = None
+    parent_id: ConceptId | None = None
+    episode_id: EpisodeId | None = None
+    limit: int = Field(20, ge=1, le=100)
     cursor: Cursor = None
 
 
@@ -61,10 +61,7 @@ def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
 SPEC = ToolSpec(
     name="find_concepts",
     title="Find concepts",
-    description=(
-        "List concepts by name (A-Z), optionally matching text in name or description, of one"
-        " kind, under one parent, or linked to one episode; page with next_cursor."
-    ),
+    description=("List concepts A-Z by text, kind, parent or linked episode."),
     input_model=FindConceptsInput,
     output_model=FindConceptsOutput,
     annotations=READ_ONLY,

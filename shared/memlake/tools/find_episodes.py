@@ -29,15 +29,15 @@ MAX_SEARCH_RESULTS = 50
 
 
 class FindEpisodesInput(TimeRange):
-    query: SearchQuery | None = Field(None, description="Search text; omit to list newest first")
-    context: Context | None = Field(None, description="Only episodes of this project namespace")
-    platform: Platform | None = Field(None, description="Only episodes from this platform")
-    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Must have all tags")
-    thread_id: ThreadId | None = Field(None, description="Only the episode of this thread")
-    concept_id: ConceptId | None = Field(None, description="Only episodes linked to it")
-    limit: int = Field(20, ge=1, le=100, description="1-100 when listing, 1-50 with a query")
-    cursor: Cursor = Field(None, description="next_cursor (listing only)")
-    recency: bool = Field(True, description="With a query: boost recent episodes slightly")
+    query: SearchQuery | None = Field(None, description="Omit to list newest first")
+    context: Context | None = None
+    platform: Platform | None = None
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    thread_id: ThreadId | None = None
+    concept_id: ConceptId | None = None
+    limit: int = Field(20, ge=1, le=100, description="At most 50 with a query")
+    cursor: Cursor = Field(None, description="next_cursor (without query)")
+    recency: bool = Field(True, description="Rank recent episodes slightly higher")
 
 
 class FoundEpisode(LayerEpisode):
@@ -145,10 +145,9 @@ SPEC = ToolSpec(
     name="find_episodes",
     title="Find episodes",
     description=(
-        "Find episodes (ADR-007). Without query: list newest first, filtered by context, time"
-        " range, platform, tags (all must match), thread or concept; page with next_cursor."
-        " With query: hybrid search (BM25 + vectors, fused) over title, events and tags within"
-        " the same filters, best first, with a score 0..1 and its breakdown."
+        "Filter episodes by project, time, platform, tags (all), thread or concept,"
+        " newest first; a query ranks them by title, events and tags. To recall by"
+        " meaning, use search_episodes."
     ),
     input_model=FindEpisodesInput,
     output_model=FindEpisodesOutput,

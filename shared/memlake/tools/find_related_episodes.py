@@ -15,22 +15,17 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 class FindRelatedEpisodesInput(Input):
     episode_id: EpisodeId
-    max_depth: int = Field(2, ge=1, le=MAX_RELATED_DEPTH, description="Most hops to follow, 1-5")
-    relationship_types: list[RelationshipType] | None = Field(
-        None, max_length=6, description="Follow only these types; omit for all"
-    )
+    max_depth: int = Field(2, ge=1, le=MAX_RELATED_DEPTH)
+    relationship_types: list[RelationshipType] | None = Field(None, max_length=6)
     min_strength: float = Field(
         0.5,
         gt=0.0,
         le=1.0,
         allow_inf_nan=False,
-        description="Keep episodes whose path strength (product of edge strengths) is at least"
-        " this, in (0, 1]",
+        description="Least path strength to keep",
     )
-    direction: Direction = Field(
-        "both", description="Follow edges outgoing (from -> to), incoming, or both ways"
-    )
-    limit: int = Field(100, ge=1, le=1000, description="At most this many, strongest first")
+    direction: Direction = Field("both", description="outgoing: from -> to")
+    limit: int = Field(100, ge=1, le=1000)
 
 
 class RelatedEpisode(Output):
@@ -83,10 +78,8 @@ SPEC = ToolSpec(
     name="find_related_episodes",
     title="Find related episodes",
     description=(
-        "Breadth-first search from an episode over its relationships, up to max_depth hops"
-        " (default 2, at most 5). Each related episode comes with its strongest path (relationship"
-        " ids) and that path's strength (product of edge strengths, at least min_strength,"
-        " default 0.5), sorted strongest first."
+        "Episodes reachable from one within max_depth hops, strongest path first"
+        " (product of link strengths)."
     ),
     input_model=FindRelatedEpisodesInput,
     output_model=FindRelatedEpisodesOutput,

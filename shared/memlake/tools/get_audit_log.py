@@ -14,10 +14,10 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
 class GetAuditLogInput(Input):
-    relationship_id: RelationshipId | None = Field(None, description="Only this relationship")
-    episode_id: EpisodeId | None = Field(None, description="Only relationships of this episode")
+    relationship_id: RelationshipId | None = None
+    episode_id: EpisodeId | None = None
     action: Literal["add_relationship", "remove_relationship", "cascade_delete"] | None = None
-    limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
+    limit: int = Field(20, ge=1, le=100)
     cursor: Cursor = None
 
 
@@ -60,11 +60,7 @@ def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:
 SPEC = ToolSpec(
     name="get_audit_log",
     title="Get audit log",
-    description=(
-        "The relationship graph's audit trail, newest first: every add, remove and cascade"
-        " (relationships removed with a deleted episode), with who (token id), when and what."
-        " Filter by relationship_id, episode_id or action; page with next_cursor."
-    ),
+    description=("Who added or removed which relationship, and when, newest first."),
     input_model=GetAuditLogInput,
     output_model=GetAuditLogOutput,
     annotations=READ_ONLY,

@@ -18,9 +18,7 @@ EPISODE_COLUMNS = ["id", "title", "started_at", "created_at"]
 
 class GetConceptInput(Input):
     id: ConceptId
-    episode_limit: int = Field(
-        50, ge=0, le=200, description="How many linked episodes to describe, 0-200"
-    )
+    episode_limit: int = Field(50, ge=0, le=200)
 
 
 class ConceptRef(Output):
@@ -71,10 +69,7 @@ def run(ctx: ToolContext, args: GetConceptInput) -> GetConceptOutput:
 SPEC = ToolSpec(
     name="get_concept",
     title="Get concept",
-    description=(
-        "Retrieve a concept by id with its ancestors, children and the episodes it was derived"
-        " from (provenance: where did this knowledge come from?)."
-    ),
+    description=("Read a concept with its ancestors, children and the episodes it came from."),
     input_model=GetConceptInput,
     output_model=GetConceptOutput,
     annotations=READ_ONLY,

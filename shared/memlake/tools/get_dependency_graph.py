@@ -22,16 +22,10 @@ class GetDependencyGraphInput(Input):
     episode_ids: list[EpisodeId] | None = Field(
         None,
         max_length=MAX_EPISODE_IDS,
-        description="Draw these episodes and the relationships among them; omit to draw the"
-        " most connected episodes",
     )
-    relationship_types: list[RelationshipType] | None = Field(
-        None, max_length=6, description="Only these types; omit for all"
-    )
-    format: Literal["json", "graphviz", "mermaid"] = Field(
-        "json", description="json (nodes/edges), graphviz (DOT text) or mermaid (flowchart text)"
-    )
-    max_nodes: int = Field(100, ge=1, le=MAX_NODES, description="At most this many episodes")
+    relationship_types: list[RelationshipType] | None = Field(None, max_length=6)
+    format: Literal["json", "graphviz", "mermaid"] = "json"
+    max_nodes: int = Field(100, ge=1, le=MAX_NODES)
 
 
 class GraphNodeOut(Output):
@@ -108,10 +102,8 @@ SPEC = ToolSpec(
     name="get_dependency_graph",
     title="Get dependency graph",
     description=(
-        "Export episodes and their relationships for visualisation: json (nodes, edges),"
-        " graphviz (DOT) or mermaid (flowchart). Labels are episode summaries, escaped for the"
-        " format. Pass episode_ids to draw those (and the links among them); otherwise the most"
-        " connected episodes are drawn. max_nodes defaults to 100 (at most 500)."
+        "Draw the given episodes (else the most connected) and their relationships as"
+        " json, graphviz (DOT) or mermaid."
     ),
     input_model=GetDependencyGraphInput,
     output_model=GetDependencyGraphOutput,

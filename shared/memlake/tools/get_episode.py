@@ -23,7 +23,7 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 class GetEpisodeInput(Input):
     id: EpisodeId
-    include_entities: bool = Field(False, description="Also return the linked concepts")
+    include_entities: bool = Field(False, description="Also return its concepts")
 
 
 class GetEpisodeOutput(EpisodeFields):
@@ -59,7 +59,7 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
 SPEC = ToolSpec(
     name="get_episode",
     title="Get episode",
-    description="Retrieve one episodic memory by id, with its full content.",
+    description=("Read one episode in full by id."),
     input_model=GetEpisodeInput,
     output_model=GetEpisodeOutput,
     annotations=READ_ONLY,

@@ -13,11 +13,9 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 class GetEpisodeHistoryInput(Input):
     id: EpisodeId
-    limit: int = Field(10, ge=1, le=50, description="Revisions to return, newest first, 1-50")
-    from_version: int | None = Field(
-        None, ge=1, description="Start at this revision's version (next_version of a last page)"
-    )
-    full_content: bool = Field(False, description="Return full events instead of 500 chars")
+    limit: int = Field(10, ge=1, le=50)
+    from_version: int | None = Field(None, ge=1, description="next_version of the last page")
+    full_content: bool = Field(False, description="Events in full, not cut to 500 chars")
 
 
 class Revision(Output):
@@ -56,8 +54,8 @@ SPEC = ToolSpec(
     name="get_episode_history",
     title="Get episode history",
     description=(
-        "List the revisions of an episode, newest first: every upsert_episode update keeps the"
-        " earlier revision readable (for the store's history window, 7 days by default)."
+        "Earlier revisions of an episode changed by upsert_episode, newest first (kept"
+        " 7 days by default)."
     ),
     input_model=GetEpisodeHistoryInput,
     output_model=GetEpisodeHistoryOutput,

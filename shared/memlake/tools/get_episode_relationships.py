@@ -15,12 +15,10 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 class GetEpisodeRelationshipsInput(Input):
     episode_id: EpisodeId
-    direction: Direction = Field(
-        "both", description="outgoing (episode is from), incoming (episode is to), or both"
-    )
-    relationship_type: RelationshipType | None = Field(None, description="Only this type")
-    min_strength: Strength = Field(0.0, description="Only relationships at least this strong")
-    limit: int = Field(200, ge=1, le=1000, description="At most this many, newest first")
+    direction: Direction = Field("both", description="outgoing: the episode is from")
+    relationship_type: RelationshipType | None = None
+    min_strength: Strength = 0.0
+    limit: int = Field(200, ge=1, le=1000)
 
 
 class GetEpisodeRelationshipsOutput(Output):
@@ -58,8 +56,8 @@ SPEC = ToolSpec(
     name="get_episode_relationships",
     title="Get episode relationships",
     description=(
-        "List an episode's relationships (outgoing, incoming or both), newest first, optionally"
-        " only one type and only those at least min_strength strong."
+        "An episode's direct relationships, newest first. To follow links further, use"
+        " find_related_episodes."
     ),
     input_model=GetEpisodeRelationshipsInput,
     output_model=GetEpisodeRelationshipsOutput,

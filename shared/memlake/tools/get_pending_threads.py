@@ -12,8 +12,8 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
 class GetPendingThreadsInput(Input):
-    context: Context | None = Field(None, description="Only threads of this project namespace")
-    limit: int = Field(10, ge=1, le=100, description="Page size, 1-100")
+    context: Context | None = Field(None, description="Only this project")
+    limit: int = Field(10, ge=1, le=100)
     cursor: Cursor = None
 
 
@@ -37,9 +37,8 @@ SPEC = ToolSpec(
     name="get_pending_threads",
     title="Get pending threads",
     description=(
-        "List threads awaiting processing (status pending), oldest first. Claim one with"
-        " mark_thread_status(status='processing'); if another agent was faster you get a"
-        " conflict error: take the next thread."
+        "Threads waiting to become episodes, oldest first. Claim one with"
+        " mark_thread_status; on a conflict, take the next."
     ),
     input_model=GetPendingThreadsInput,
     output_model=GetPendingThreadsOutput,

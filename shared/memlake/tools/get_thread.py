@@ -14,8 +14,8 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 class GetThreadInput(Input):
     id: ThreadId
-    offset: int = Field(0, ge=0, le=MAX_THREAD_MESSAGES, description="First message (seq)")
-    limit: int = Field(100, ge=0, le=500, description="Messages to return, 0-500")
+    offset: int = Field(0, ge=0, le=MAX_THREAD_MESSAGES, description="0-based")
+    limit: int = Field(100, ge=0, le=500)
 
 
 class GetThreadOutput(Output):
@@ -43,8 +43,7 @@ SPEC = ToolSpec(
     name="get_thread",
     title="Get thread",
     description=(
-        "Retrieve a thread (status, claim, episode) and a page of its messages in order;"
-        " page with offset/next_offset."
+        "Read a thread: status, claim, its episode and a page of messages (offset, limit)."
     ),
     input_model=GetThreadInput,
     output_model=GetThreadOutput,

@@ -18,11 +18,10 @@ class GetTopologicalOrderInput(Input):
     episode_ids: list[EpisodeId] | None = Field(
         None,
         max_length=MAX_EPISODE_IDS,
-        description="Order these episodes by the relationships among them; omit to order every"
-        " episode that has a relationship of this type",
+        description="Omit for every linked episode",
     )
-    relationship_type: OrderType = Field("follows", description="follows or causes")
-    limit: int = Field(500, ge=1, le=1000, description="At most this many episodes, in order")
+    relationship_type: OrderType = "follows"
+    limit: int = Field(500, ge=1, le=1000)
 
 
 class OrderedEpisode(Output):
@@ -71,9 +70,7 @@ SPEC = ToolSpec(
     name="get_topological_order",
     title="Get topological order",
     description=(
-        "Episodes in dependency order by follows (default) or causes relationships, with levels"
-        " (0 = no dependencies) and each episode's direct dependencies. If the relationships hold"
-        " a cycle, has_cycles is true and cycles lists them (their episodes cannot be placed)."
+        "Episodes in dependency order by follows or causes links, with levels; reports cycles."
     ),
     input_model=GetTopologicalOrderInput,
     output_model=GetTopologicalOrderOutput,

@@ -15,10 +15,8 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 class LinkEpisodeToConceptInput(Input):
     episode_id: EpisodeId
     concept_id: ConceptId
-    position: int | None = Field(
-        None, ge=0, le=100_000, description="Order of extraction within the episode"
-    )
-    confidence: float = Field(1.0, ge=0.0, le=1.0, description="How sure the link is, 0..1")
+    position: int | None = Field(None, ge=0, le=100_000, description="Order within the episode")
+    confidence: float = Field(1.0, ge=0.0, le=1.0)
 
 
 class LinkEpisodeToConceptOutput(BothSides):
@@ -48,9 +46,8 @@ SPEC = ToolSpec(
     name="link_episode_to_concept",
     title="Link episode to concept",
     description=(
-        "Record that a concept was derived from an episode. Both sides change in one commit:"
-        " the episode's concept_ids and the concept's episode_ids (returned). Both must exist."
-        " Linking again updates position/confidence."
+        "Record that a concept was drawn from an episode; linking again updates"
+        " position and confidence."
     ),
     input_model=LinkEpisodeToConceptInput,
     output_model=LinkEpisodeToConceptOutput,

@@ -15,8 +15,8 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
 class ListEpisodesInput(TimeRange):
-    context: Context | None = Field(None, description="Only episodes of this project namespace")
-    limit: int = Field(20, ge=1, le=100, description="Page size, 1-100")
+    context: Context | None = Field(None, description="Only this project")
+    limit: int = Field(20, ge=1, le=100)
     cursor: Cursor = None
 
 
@@ -61,8 +61,8 @@ SPEC = ToolSpec(
     name="list_episodes",
     title="List episodes",
     description=(
-        "List episodes newest first (by when they happened), optionally within a project context"
-        " and a time range; page with next_cursor. Content is cut to 500 characters."
+        "Browse episodes newest first by when they happened; content cut to 500"
+        " characters. To find episodes about something, use search_episodes."
     ),
     input_model=ListEpisodesInput,
     output_model=ListEpisodesOutput,

@@ -16,10 +16,7 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 class MarkThreadStatusInput(Input):
     id: ThreadId
-    status: Literal["pending", "processing", "completed"] = Field(
-        description="Target status: processing claims a pending thread; completed finishes it;"
-        " pending releases a claim or reopens a completed thread"
-    )
+    status: Literal["pending", "processing", "completed"]
 
 
 class MarkThreadStatusOutput(Output):
@@ -44,9 +41,8 @@ SPEC = ToolSpec(
     name="mark_thread_status",
     title="Mark thread status",
     description=(
-        "Move a thread's processing status. Allowed: " + threads.ALL_MOVES + ". A claim is"
-        " atomic: of agents claiming one thread at once exactly one wins, the others get a"
-        " conflict error ('already processing')."
+        "Claim a thread (pending->processing; one of racing agents wins, the others"
+        " get a conflict), complete, release (to pending) or reprocess it."
     ),
     input_model=MarkThreadStatusInput,
     output_model=MarkThreadStatusOutput,

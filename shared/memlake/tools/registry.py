@@ -1,7 +1,9 @@
-"""The tool registry: every tool the three doors (MCP endpoint, per-tool Lambdas, serve) expose."""
+"""The tool registry: every tool the three doors (MCP endpoint, per-tool Lambdas, serve) expose,
+and the toolsets (MEMLAKE_TOOLSETS) that choose which of them an MCP door offers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import import_module
 from typing import Any
 
@@ -40,6 +42,15 @@ GRAPH_TOOLS: tuple[str, ...] = (
 #: Tool names in listing order. Each is the module memlake.tools.<name> exposing SPEC.
 TOOL_NAMES: tuple[str, ...] = EPISODE_TOOLS + SEARCH_TOOLS + MEMORY_LAYER_TOOLS + GRAPH_TOOLS
 
+#: toolset -> its tools; "all" is every tool. Its keys are config.TOOLSET_NAMES, which
+#: Settings checks (docs/decisions/1102-toolsets.md)
+TOOLSETS: dict[str, tuple[str, ...]] = {
+    "episodes": EPISODE_TOOLS + SEARCH_TOOLS,
+    "layers": MEMORY_LAYER_TOOLS,
+    "graph": GRAPH_TOOLS,
+    "all": TOOL_NAMES,
+}
+
 _cache: dict[str, ToolSpec[Any, Any]] = {}
 
 
@@ -54,3 +65,10 @@ def get_tool(name: str) -> ToolSpec[Any, Any] | None:
 
 def all_tools() -> list[ToolSpec[Any, Any]]:
     return [get_tool(name) for name in TOOL_NAMES]  # type: ignore[misc]
+
+
+def enabled_names(toolsets: Iterable[str]) -> tuple[str, ...]:
+    """The tools of the given toolsets, in listing order (unknown names contribute nothing:
+    Settings refuses them before a server starts)."""
+    chosen = {name for ts in toolsets for name in TOOLSETS.get(ts, ())}
+    return tuple(name for name in TOOL_NAMES if name in chosen)

@@ -40,10 +40,7 @@ def run(ctx: ToolContext, args: RemoveEpisodeRelationshipInput) -> RemoveEpisode
 SPEC = ToolSpec(
     name="remove_episode_relationship",
     title="Remove episode relationship",
-    description=(
-        "Remove a relationship by its id. A relationship that does not exist (or was already"
-        " removed) is a not_found error and nothing changes."
-    ),
+    description=("Remove a relationship by id."),
     input_model=RemoveEpisodeRelationshipInput,
     output_model=RemoveEpisodeRelationshipOutput,
     annotations=Annotations(read_only=False, destructive=True, idempotent=True),

@@ -17,13 +17,11 @@ class SearchEpisodesInput(TimeRange):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description="What to look for: a question, a description, or exact terms (names, codes)",
+        description="A question, a description or exact terms",
     )
-    context: Context | None = Field(None, description="Only episodes of this project namespace")
-    limit: int = Field(10, ge=1, le=MAX_LIMIT, description="How many results, 1-50")
-    recency: bool = Field(
-        True, description="Boost recent episodes slightly (at most 10%); false ranks by relevance"
-    )
+    context: Context | None = Field(None, description="Only this project")
+    limit: int = Field(10, ge=1, le=MAX_LIMIT)
+    recency: bool = Field(True, description="Rank recent episodes slightly higher")
 
 
 class ScoreBreakdown(Output):
@@ -71,10 +69,9 @@ SPEC = ToolSpec(
     name="search_episodes",
     title="Search episodes",
     description=(
-        "Find episodic memories by meaning and by exact terms (hybrid BM25 + embedding search,"
-        " fused by rank). Filter by project context and by when the episode happened"
-        " (time_start/time_end, ISO 8601). Returns full content, a 0..1 score and a breakdown"
-        " of why each result ranked."
+        "Recall memories: episodes matching a question by meaning or exact words, best"
+        " first, with full content and a 0-1 score. To browse by time use"
+        " list_episodes; for tags, platform, thread or concept use find_episodes."
     ),
     input_model=SearchEpisodesInput,
     output_model=SearchEpisodesOutput,

@@ -40,8 +40,7 @@ SPEC = ToolSpec(
     name="unlink_episode_from_concept",
     title="Unlink episode from concept",
     description=(
-        "Remove the link between an episode and a concept, on both sides in one commit."
-        " Unlinking a pair that is not linked returns unlinked=0; both ids must exist."
+        "Remove the link between an episode and a concept; a pair not linked returns unlinked=0."
     ),
     input_model=UnlinkEpisodeFromConceptInput,
     output_model=UnlinkEpisodeFromConceptOutput,

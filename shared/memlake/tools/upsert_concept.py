@@ -16,13 +16,11 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 
 class UpsertConceptInput(Input):
-    id: ConceptId | None = Field(None, description="Concept to update; omit to create one")
-    name: ConceptName | None = Field(None, description="Name (required to create)")
+    id: ConceptId | None = Field(None, description="Concept to update; omit to create")
+    name: ConceptName | None = Field(None, description="Needed to create")
     kind: ConceptKind | None = None
     description: str | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
-    parent_id: ConceptId | None = Field(
-        None, description="Parent concept (hierarchy); null makes it top-level"
-    )
+    parent_id: ConceptId | None = Field(None, description="Parent; null: top-level")
     idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
 
@@ -48,13 +46,13 @@ SPEC = ToolSpec(
     name="upsert_concept",
     title="Upsert concept",
     description=(
-        "Create or update a concept: extracted, reusable knowledge (a person, technology,"
-        " decision...). parent_id places it in a hierarchy (cycles are refused). On update,"
-        " fields you pass replace and fields you omit keep. Pass idempotency_key (a fresh"
-        " UUID) to make retries safe: a repeat returns the first result instead of writing."
+        "Create or update a concept: reusable knowledge from episodes (a person,"
+        " technology, decision...). With id: given fields replace, omitted ones stay,"
+        " null clears. idempotency_key makes retries safe."
     ),
     input_model=UpsertConceptInput,
     output_model=UpsertConceptOutput,
     annotations=Annotations(read_only=False, destructive=False, idempotent=False),
     run=run,
+    null_clears=True,
 )

@@ -1,4 +1,4 @@
-"""upsert_episode: create or update an ADR-007 episode (events, timing, platform, links)."""
+"""upsert_episode: create or update a structured episode (events, timing, platform, links)."""
 
 from __future__ import annotations
 
@@ -44,15 +44,15 @@ LIST_FIELDS = ("tags", "input_modalities", "output_modalities", "concept_ids")
 
 
 class UpsertEpisodeInput(Input):
-    id: EpisodeId | None = Field(None, description="Episode to update; omit to create a new one")
+    id: EpisodeId | None = Field(None, description="Episode to update; omit to create")
     events: str | None = Field(
-        None, min_length=1, description="Markdown narration with timestamps (needed to create)"
+        None, min_length=1, description="Markdown narration with times (needed to create)"
     )
-    source_title: Title | None = Field(None, description="Human-readable title")
+    source_title: Title | None = None
     summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
-    context: Context | None = Field(None, description="Project namespace")
-    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS, description="Up to 32 tags")
-    started_at: IsoTime | None = Field(None, description="When the experience began (ISO 8601)")
+    context: Context | None = None
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    started_at: IsoTime | None = Field(None, description="When it began (ISO 8601)")
     ended_at: IsoTime | None = Field(None, description="When it ended (ISO 8601)")
     timezone: Timezone | None = None
     platform: Platform | None = None
@@ -61,14 +61,12 @@ class UpsertEpisodeInput(Input):
     voice_mode: bool | None = None
     input_modalities: list[Modality] | None = Field(None, max_length=MAX_MODALITIES)
     output_modalities: list[Modality] | None = Field(None, max_length=MAX_MODALITIES)
-    qualities: dict[str, Any] | None = Field(None, description="Extensible JSON object")
-    source_thread_id: ThreadId | None = Field(
-        None, description="The thread this episode derives from (1:1; fixed once set)"
-    )
+    qualities: dict[str, Any] | None = None
+    source_thread_id: ThreadId | None = Field(None, description="Its thread; fixed once set")
     concept_ids: list[ConceptId] | None = Field(
         None,
         max_length=MAX_CONCEPT_IDS,
-        description="When given, the episode's concept links become exactly these (in order)",
+        description="Replaces its concept links (in order)",
     )
 
     @field_validator("events")
@@ -149,14 +147,13 @@ SPEC = ToolSpec(
     name="upsert_episode",
     title="Upsert episode",
     description=(
-        "Create or update an episode (ADR-007): events (markdown narration), source_title,"
-        " started_at/ended_at/timezone, platform, client, model, voice_mode, modalities,"
-        " qualities, tags. source_title, events and tags are searchable. source_thread_id binds"
-        " it 1:1 to a thread; concept_ids sets its concept links. On update, fields you pass"
-        " replace and fields you omit keep; every update is a new revision (get_episode_history)."
+        "Create or update a structured episode (events: markdown narration; title,"
+        " tags, timing, platform...). With id: given fields replace, omitted ones"
+        " stay, null clears. For a plain memory, add_episode is simpler."
     ),
     input_model=UpsertEpisodeInput,
     output_model=UpsertEpisodeOutput,
     annotations=Annotations(read_only=False, destructive=False, idempotent=False),
     run=run,
+    null_clears=True,
 )

@@ -15,9 +15,7 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 class ValidateNoCyclesInput(Input):
     from_episode_id: EpisodeId
     to_episode_id: EpisodeId
-    relationship_type: RelationshipType = Field(
-        description="follows or causes: the types that must stay acyclic"
-    )
+    relationship_type: RelationshipType = Field(description="follows or causes")
 
     @field_validator("relationship_type")
     @classmethod
@@ -63,9 +61,8 @@ SPEC = ToolSpec(
     name="validate_no_cycles",
     title="Validate no cycles",
     description=(
-        "Check, without changing anything, whether adding a follows or causes relationship"
-        " from -> to would close a cycle; returns the cycle's episode ids when it would."
-        " follows and causes together form one order (both mean from comes before to)."
+        "Whether a follows or causes link from -> to would close a cycle, and which;"
+        " writes nothing."
     ),
     input_model=ValidateNoCyclesInput,
     output_model=ValidateNoCyclesOutput,
