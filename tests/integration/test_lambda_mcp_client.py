@@ -39,9 +39,14 @@ class FakeApiGateway:
     """What API Gateway does around the function; the bearer token stands in for a verified
     JWT whose `sub` is the token itself (no token: no authorizer claims)."""
 
+    path = "/mcp"
+
     def __init__(self, handler: Any) -> None:
         self.handler = handler
         self.services = _Services(Settings())
+
+    def preflight(self, req: HttpRequest) -> HttpResponse | None:
+        return None  # API Gateway reads the whole request; the function checks everything
 
     def handle(self, req: HttpRequest) -> HttpResponse:
         ctx: dict[str, Any] = {
