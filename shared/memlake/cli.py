@@ -3,56 +3,107 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
-from dataclasses import replace
+import tempfile
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from memlake.config import Settings, parse_toolsets
-from memlake.errors import MemlakeError, NotFound
+from memlake.errors import ConfigurationError, MemlakeError, NotFound
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(args: argparse.Namespace, *, create: bool = False) -> Settings:
+    """The settings with --data applied; a local lake directory is checked first: it must
+    exist (`create`: or be creatable) and be writable, else one line says what is wrong."""
     cfg = Settings.from_env()
     if getattr(args, "data", None):
         cfg = replace(cfg, data_dir=Path(args.data), store="local")
+    if getattr(args, "toolsets", None) is not None:
+        cfg = replace(cfg, toolsets=parse_toolsets(args.toolsets, source="--toolsets"))
+    if cfg.store == "local":
+        _check_data_dir(cfg.data_dir, create=create)
     return cfg
+
+
+def _check_data_dir(path: Path, *, create: bool) -> None:
+    if not path.exists() and not create:
+        raise ConfigurationError(
+            f"no lake at {path}: the data directory does not exist (check --data or"
+            " MEMLAKE_DATA_DIR)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path, prefix=".tmp-probe-"):
+            pass
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise ConfigurationError(f"cannot use data directory {path}: {reason}") from e
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from memlake.server import serve
 
-    cfg = _settings(args)
-    if args.toolsets is not None:
-        cfg = replace(cfg, toolsets=parse_toolsets(args.toolsets, source="--toolsets"))
-    serve(cfg, host=args.host, port=args.port)
+    serve(_settings(args, create=True), host=args.host, port=args.port)
     return 0
 
 
 def _cmd_stdio(args: argparse.Namespace) -> int:
     from memlake.mcp.stdio import run_stdio
 
-    return run_stdio(_settings(args), tenant=args.tenant)
+    return run_stdio(_settings(args, create=True), tenant=args.tenant)
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
     from memlake.lake.compaction import compact
     from memlake.services import Services
+    from memlake.transfer import tenant_snapshot
 
     services = Services.build(_settings(args))
+    tenant_snapshot(services.lake, args.tenant)  # a mistyped tenant is an error, not "nothing"
     report = compact(services.lake, args.tenant, min_segments=args.min_segments)
-    print(report)
+    if args.json:
+        print(json.dumps({"tenant": args.tenant, **asdict(report)}))
+    elif report.version is None:
+        print(
+            f"tenant {args.tenant}: nothing to compact (no table has {args.min_segments} or more"
+            " small segments in a row)"
+        )
+    else:
+        merged = ", ".join(f"{table} {n}" for table, n in sorted(report.merged.items()))
+        print(
+            f"tenant {args.tenant}: compacted {_count(len(report.merged), 'table')} into"
+            f" version {report.version}; segments merged: {merged};"
+            f" {_count(report.rows_written, 'row')} written, {report.rows_dropped} dropped"
+        )
     return 0
 
 
 def _cmd_gc(args: argparse.Namespace) -> int:
     from memlake.lake.gc import collect_garbage
     from memlake.services import Services
+    from memlake.transfer import tenant_snapshot
 
     services = Services.build(_settings(args))
-    print(collect_garbage(services.lake, args.tenant, grace_seconds=args.grace_seconds))
+    tenant_snapshot(services.lake, args.tenant)
+    report = collect_garbage(services.lake, args.tenant, grace_seconds=args.grace_seconds)
+    if args.json:
+        print(json.dumps({"tenant": args.tenant, **asdict(report)}))
+    else:
+        print(
+            f"tenant {args.tenant}: deleted"
+            f" {_count(report.deleted_objects, 'unreferenced object')},"
+            f" {_count(report.deleted_manifests, 'old manifest')} and"
+            f" {_count(report.deleted_temp_files, 'temporary file')};"
+            f" kept {_count(report.kept_objects, 'object')}"
+        )
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -74,12 +125,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     import shutil
-    import tempfile
 
     from memlake.services import Services
     from memlake.transfer import import_tenant
 
-    services = Services.build(_settings(args))
+    services = Services.build(_settings(args, create=True))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(args.file)
         if args.file == "-":  # import reads the file twice (check, then commit): spool stdin
@@ -123,18 +173,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--data", help="lake directory, best absolute (default ./memlake-data, or S3 by MEMLAKE_*)"
     )
     stdio.add_argument("--tenant", default="default", help="whose memory (default: default)")
+    stdio.add_argument(
+        "--toolsets",
+        help="tools to offer, comma-separated: episodes, layers, graph, all"
+        " (default: MEMLAKE_TOOLSETS, else all)",
+    )
     stdio.set_defaults(func=_cmd_stdio)
 
     comp = sub.add_parser("compact", help="merge small segments of a tenant")
     comp.add_argument("--tenant", default="default")
     comp.add_argument("--data")
     comp.add_argument("--min-segments", type=int, default=2)
+    comp.add_argument("--json", action="store_true", help="print the report as JSON")
     comp.set_defaults(func=_cmd_compact)
 
     gc = sub.add_parser("gc", help="remove objects no manifest references")
     gc.add_argument("--tenant", default="default")
     gc.add_argument("--data")
     gc.add_argument("--grace-seconds", type=float, default=900)
+    gc.add_argument("--json", action="store_true", help="print the report as JSON")
     gc.set_defaults(func=_cmd_gc)
 
     exp = sub.add_parser("export", help="write a tenant's tables as JSON Lines (stdout)")
@@ -170,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     except NotFound as e:  # e.g. export of a tenant the lake has no data for
         print(f"memlake: {e.message}", file=sys.stderr)
         return 1
-    except MemlakeError as e:
+    except MemlakeError as e:  # a bad setting, a port in use, an unusable data directory
         print(f"memlake: {e.message}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. --output in a directory that does not exist
+        where = f": {e.filename}" if e.filename else ""
+        print(f"memlake: {e.strerror or e}{where}", file=sys.stderr)
         return 2
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from memlake.errors import ConfigurationError
 
@@ -61,6 +63,11 @@ class Settings:
     #: "token:tenant" pairs; empty means one tenant, "default", on loopback only
     api_keys: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    #: OAuth issuers that mint tokens for this server, named in its protected resource
+    #: metadata (RFC 9728); on AWS the JWT authorizer's issuer (docs/decisions/1131)
+    authorization_servers: tuple[str, ...] = ()
+    #: the externally visible origin (scheme://host[:port]); "" = from the request's Host
+    public_url: str = ""
     default_context: str | None = None
     max_content_bytes: int = 256 * 1024
     max_request_bytes: int = 16 * 1024 * 1024
@@ -121,6 +128,11 @@ class Settings:
             prefix=os.environ.get("MEMLAKE_PREFIX", ""),
             api_keys=_list("MEMLAKE_API_KEYS"),
             allowed_origins=_list("MEMLAKE_ALLOWED_ORIGINS"),
+            authorization_servers=tuple(
+                _url("MEMLAKE_AUTHORIZATION_SERVERS", u, issuer=True)
+                for u in _list("MEMLAKE_AUTHORIZATION_SERVERS")
+            ),
+            public_url=_url("MEMLAKE_PUBLIC_URL", os.environ.get("MEMLAKE_PUBLIC_URL", "").strip()),
             default_context=os.environ.get("MEMLAKE_DEFAULT_CONTEXT") or None,
             max_content_bytes=_int("MEMLAKE_MAX_CONTENT_BYTES", 256 * 1024),
             max_request_bytes=_int("MEMLAKE_MAX_REQUEST_BYTES", 16 * 1024 * 1024),
@@ -146,6 +158,48 @@ class Settings:
             http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024),
             toolsets=parse_toolsets(os.environ.get("MEMLAKE_TOOLSETS", "")),
         )
+
+
+def _url(name: str, raw: str, *, issuer: bool = False) -> str:
+    """An absolute http(s) URL without query or fragment, trailing "/" dropped; "" stays "".
+
+    An issuer is https (plain http only on loopback, for a development authorization server)
+    and may have a path (Cognito's ends in the pool id). MEMLAKE_PUBLIC_URL is an origin, no
+    path: the MCP endpoint is its /mcp."""
+    if not raw:
+        return ""
+    what = "issuer URLs" if issuer else "an origin like https://memlake.example.com"
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018  (raises ValueError on a bad port)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be {what}, got {raw!r}") from None
+    host = parts.hostname or ""
+    loopback = host == "localhost" or _is_loopback_ip(host)
+    ok = (
+        (parts.scheme == "https" or (parts.scheme == "http" and (loopback or not issuer)))
+        and bool(host)
+        and not parts.query
+        and not parts.fragment
+        and "@" not in parts.netloc
+        and raw.isascii()
+        and not any(c in raw for c in ' "\\<>{}|^`')  # it goes into a quoted header value
+        and (issuer or parts.path in ("", "/"))
+    )
+    if not ok:
+        raise ConfigurationError(
+            f"{name} must be {what}"
+            f"{' (https; http only for localhost)' if issuer else ''}, without query or"
+            f" fragment{'' if issuer else ' or path'}, got {raw!r}"
+        )
+    return raw.rstrip("/")
+
+
+def _is_loopback_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _cursor_key() -> str:

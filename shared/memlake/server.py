@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import socket
@@ -29,6 +30,7 @@ from memlake.errors import ConfigurationError
 from memlake.maintenance import Maintenance
 from memlake.mcp.asgi import McpAsgi
 from memlake.mcp.auth import ApiKeys
+from memlake.mcp.discovery import AuthDiscovery
 from memlake.mcp.http import LOOPBACK_HOSTS, McpHttpApp, OriginPolicy
 from memlake.services import Services
 
@@ -52,8 +54,15 @@ def build_app(services: Services, *, host: str) -> McpHttpApp:
             "'token:tenant,...' or bind to 127.0.0.1"
         )
     allowed_hosts = LOOPBACK_HOSTS if is_loopback(host) else None
-    origins = OriginPolicy(services.settings.allowed_origins, allowed_hosts=allowed_hosts)
-    return McpHttpApp(services, lambda req: keys.authenticate(req.header("authorization")), origins)
+    cfg = services.settings
+    origins = OriginPolicy(cfg.allowed_origins, allowed_hosts=allowed_hosts)
+    discovery = AuthDiscovery(cfg.authorization_servers, cfg.public_url) if keys.enabled else None
+    return McpHttpApp(
+        services,
+        lambda req: keys.authenticate(req.header("authorization")),
+        origins,
+        discovery=discovery,
+    )
 
 
 class _Protocol(H11Protocol):
@@ -109,16 +118,31 @@ class _Protocol(H11Protocol):
             self.transport.close()
 
 
+_BIND_ERRORS = {
+    errno.EADDRINUSE: "port {port} is already in use on {host}: stop the other server or pick"
+    " another --port",
+    errno.EACCES: "no permission to listen on {host}:{port} (ports below 1024 need privileges):"
+    " pick another --port",
+    errno.EADDRNOTAVAIL: "{host} is not an address of this machine: use --host 127.0.0.1 or one"
+    " of its addresses",
+}
+
+
 def listen(host: str, port: int) -> socket.socket:
-    """The bound (not yet listening) server socket; uvicorn listens with the configured backlog."""
+    """The bound (not yet listening) server socket; uvicorn listens with the configured backlog.
+
+    Raises ConfigurationError, a message fit for one line, when the address cannot be bound."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
-    except OSError:
+    except (OSError, OverflowError) as e:
         sock.close()
-        raise
+        code = e.errno if isinstance(e, OSError) else None
+        template = _BIND_ERRORS.get(code or 0, "cannot listen on {host}:{port}: {reason}")
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ConfigurationError(template.format(host=host, port=port, reason=reason)) from e
     return sock
 
 

@@ -254,6 +254,31 @@ def test_raw_pipe_only_json_lines_on_stdout_and_logs_on_stderr(tmp_path: Path) -
     assert "rpc tools/call tool=add_episode" in stderr and "Traceback" not in stderr
 
 
+def test_stdio_toolsets_flag_limits_the_tools(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlake", "stdio", "--data", str(tmp_path), "--toolsets", "graph"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **ENV},
+    )
+    call = {"name": "add_episode", "arguments": {"content": "not offered here"}}
+    out, err = proc.communicate(
+        lines(
+            INIT,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ),
+        timeout=60,
+    )
+    assert proc.returncode == 0, err.decode()
+    answers = {a["id"]: a for a in map(json.loads, out.splitlines())}
+    names = {t["name"] for t in answers[1]["result"]["tools"]}
+    assert "add_episode_relationship" in names and "add_episode" not in names
+    assert answers[2]["error"]["code"] == -32602
+
+
 def test_eof_before_anything_exits_0(tmp_path: Path) -> None:
     proc = start(tmp_path)
     out, err = proc.communicate(b"", timeout=60)
@@ -311,7 +336,7 @@ def test_the_stdio_door_does_not_load_the_http_stack(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "expect"),
     [
-        (["--data", "/proc/no-such-dir/lake"], "cannot open the lake at /proc/no-such-dir"),
+        (["--data", "/proc/no-such-dir/lake"], "cannot use data directory /proc/no-such-dir"),
         (["--data", "{tmp}", "--tenant", "Not A Tenant"], "is not a tenant name"),
     ],
 )

@@ -49,6 +49,12 @@ def code_path(handler: str) -> Path:
     return ROOT / (module.replace(".", "/") + ".py")
 
 
+#: sample values of the template's parameters that have no default (sam deploy asks for them)
+REQUIRED_PARAMETERS = {
+    "JwtIssuer": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Example",
+}
+
+
 def resolve_env(template: dict[str, Any], resource: dict[str, Any]) -> dict[str, str]:
     """Globals + function environment, with !Ref of parameters (defaults) and of the bucket."""
     env: dict[str, Any] = {}
@@ -59,7 +65,8 @@ def resolve_env(template: dict[str, Any], resource: dict[str, Any]) -> dict[str,
     for key, value in env.items():
         if isinstance(value, dict) and "Ref" in value:
             ref = value["Ref"]
-            value = BUCKET if ref == "LakeBucket" else params[ref]["Default"]
+            value = BUCKET if ref == "LakeBucket" else params[ref].get("Default")
+            value = REQUIRED_PARAMETERS[ref] if value is None else value
         out[key] = str(value)
     return out
 

@@ -200,3 +200,26 @@ def test_athena_ddl_reads_the_episode_columns(column: str) -> None:
     assert f"`{column}` " in sql
     assert "'projection.tenant.type' = 'injected'" in sql
     assert "tenants/${tenant}/tables/episodes/" in sql
+
+
+def test_resource_metadata_is_public_and_names_the_jwt_issuer() -> None:
+    # GIVEN the MCP function's routes and environment
+    mcp = FUNCTIONS["McpFunction"]["Properties"]
+    routes = {
+        e["Properties"]["Path"]: e["Properties"]
+        for e in mcp["Events"].values()
+        if e["Type"] == "HttpApi"
+    }
+    # THEN both well-known forms are GET routes without the JWT authorizer (a client has no
+    # token yet), /mcp keeps the default authorizer, and the issuer is the authorization server
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ):
+        assert routes[path]["Method"] == "GET"
+        assert routes[path]["Auth"] == {"Authorizer": "NONE"}
+    assert "Auth" not in routes["/mcp"]
+    env = mcp["Environment"]["Variables"]
+    assert env["MEMLAKE_AUTHORIZATION_SERVERS"] == {"Ref": "JwtIssuer"}
+    assert env["MEMLAKE_PUBLIC_URL"] == {"Ref": "PublicUrl"}
+    assert TEMPLATE["Parameters"]["PublicUrl"]["Default"] == ""

@@ -23,6 +23,7 @@ from memlake.config import Settings
 from memlake.ids import TENANT_PATTERN
 from memlake.jsonshape import escaped
 from memlake.lake import Lake
+from memlake.mcp.discovery import AuthDiscovery
 from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp, OriginPolicy, _error_response
 from memlake.mcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
 from memlake.mcp.wire import BadMessage, parse_body
@@ -39,9 +40,11 @@ MAX_CLAIM_CHARS = 1024
 
 @dataclass
 class ApiGatewayRequest(HttpRequest):
-    """An HttpRequest that also carries the JWT authorizer's claims (None: no authorizer)."""
+    """An HttpRequest that also carries the JWT authorizer's claims (None: no authorizer) and
+    the domain API Gateway served it on (the origin of URLs in auth discovery)."""
 
     claims: dict[str, Any] | None = None
+    domain_name: str | None = None
 
 
 def tenant_for_claim(value: str) -> str:
@@ -104,7 +107,11 @@ def request_from_event(event: dict[str, Any]) -> ApiGatewayRequest:
         body = str(raw).encode("utf-8", "surrogatepass")
     rid = ctx.get("requestId")
     request_id = rid if isinstance(rid, str) and _REQUEST_ID.match(rid) else None
-    return ApiGatewayRequest(method, path, headers, body, request_id, jwt_claims(event))
+    domain = ctx.get("domainName")
+    domain_name = domain if isinstance(domain, str) and domain else None
+    return ApiGatewayRequest(
+        method, path, headers, body, request_id, jwt_claims(event), domain_name
+    )
 
 
 def response_to_event(resp: HttpResponse) -> dict[str, Any]:
@@ -198,10 +205,16 @@ class ApiGatewayMcp:
 
     def __init__(self, services: Services | LazyServices) -> None:
         self.services = services
-        claim = services.settings.tenant_claim
-        origins = OriginPolicy(services.settings.allowed_origins, allowed_hosts=None)
+        cfg = services.settings
+        claim = cfg.tenant_claim
+        origins = OriginPolicy(cfg.allowed_origins, allowed_hosts=None)
+        # auth is always on behind API Gateway: the JWT issuer is the authorization server
+        discovery = AuthDiscovery(cfg.authorization_servers, cfg.public_url, scheme="https")
         self.app = McpHttpApp(
-            cast(Services, services), lambda req: self._principal(req, claim), origins
+            cast(Services, services),
+            lambda req: self._principal(req, claim),
+            origins,
+            discovery=discovery,
         )
 
     @staticmethod

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from memlake.mcp.discovery import HEALTH_PATH, REALM, AuthDiscovery, health, metadata_paths
+from memlake.mcp.dispatch import SERVER_INFO
 from memlake.mcp.protocol import INVALID_REQUEST, RpcError
 from memlake.mcp.rpc import answer
 from memlake.mcp.wire import BadMessage, dumps, parse_body
@@ -80,6 +82,7 @@ class OriginPolicy:
 
 
 Authenticator = Callable[[HttpRequest], Principal | None]
+_JSON = {"content-type": "application/json"}
 
 
 def _error_response(
@@ -97,15 +100,20 @@ class McpHttpApp:
         authenticate: Authenticator,
         origins: OriginPolicy | None = None,
         path: str = "/mcp",
+        discovery: AuthDiscovery | None = None,
     ) -> None:
         self.services = services
         self.authenticate = authenticate
         self.origins = origins or OriginPolicy()
         self.path = path
+        #: how a 401 and the well-known document describe the auth (None: auth is off)
+        self.discovery = discovery
 
     def _check_headers(self, req: HttpRequest) -> HttpResponse | Principal:
         if req.path.rstrip("/") != self.path:
-            return HttpResponse(404, b"not found", {"content-type": "text/plain"})
+            hint = self.discovery.not_found_text(req.path) if self.discovery else None
+            text = (hint or "not found").encode()
+            return self._public(req) or HttpResponse(404, text, {"content-type": "text/plain"})
         if not self.origins.host_ok(req.header("host")):
             return _error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
         if not self.origins.origin_ok(req.header("origin")):
@@ -116,11 +124,7 @@ class McpHttpApp:
             return resp
         principal = self.authenticate(req)
         if principal is None:
-            resp = _error_response(
-                401, INVALID_REQUEST, "Unauthorized: send 'Authorization: Bearer <token>'"
-            )
-            resp.headers["www-authenticate"] = 'Bearer realm="memlake"'
-            return resp
+            return self._unauthorized(req)
         ctype = (req.header("content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
             return _error_response(415, INVALID_REQUEST, "Content-Type must be application/json")
@@ -128,6 +132,51 @@ class McpHttpApp:
         if not any(a in accept for a in ("application/json", "*/*", "application/*")):
             return _error_response(406, INVALID_REQUEST, "Accept must include application/json")
         return principal
+
+    def _public(self, req: HttpRequest) -> HttpResponse | None:
+        """GET /health, and with auth on the protected resource metadata: no token needed."""
+        path = req.path.rstrip("/")
+        metadata = self.discovery is not None and path in metadata_paths(self.path)
+        if path != HEALTH_PATH and not metadata:
+            return None
+        if not self.origins.host_ok(req.header("host")):
+            return _error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
+        if req.method != "GET":
+            resp = _error_response(405, INVALID_REQUEST, "Method not allowed: use GET")
+            resp.headers["allow"] = "GET"
+            return resp
+        if self.discovery is None or not metadata:
+            body = health(str(SERVER_INFO["version"]))
+            return HttpResponse(200, dumps(body), {**_JSON, "cache-control": "no-store"})
+        base = self._base_url(req)
+        if base is None:
+            return _error_response(400, INVALID_REQUEST, "Bad Request: no usable Host header")
+        doc = self.discovery.document(base, self.path)
+        # public and the same for every caller: any origin may read it, caches may keep it
+        cors = {"access-control-allow-origin": "*", "cache-control": "public, max-age=3600"}
+        return HttpResponse(200, dumps(doc), {**_JSON, **cors})
+
+    def _base_url(self, req: HttpRequest) -> str | None:
+        """scheme://host of this endpoint as clients reach it (for the 401 and the document)."""
+        assert self.discovery is not None
+        host = getattr(req, "domain_name", None) or req.header("host")
+        usable = host is not None and _HOST.fullmatch(host) and self.origins.host_ok(host)
+        return self.discovery.base_url(host if usable else None)
+
+    def _unauthorized(self, req: HttpRequest) -> HttpResponse:
+        token_sent = bool((req.header("authorization") or "").strip())
+        message = (
+            "Unauthorized: the bearer token is not valid"
+            if token_sent
+            else "Unauthorized: send 'Authorization: Bearer <token>'"
+        )
+        resp = _error_response(401, INVALID_REQUEST, message)
+        resp.headers["www-authenticate"] = (
+            f'Bearer realm="{REALM}"'
+            if self.discovery is None
+            else self.discovery.challenge(self._base_url(req), self.path, token_sent=token_sent)
+        )
+        return resp
 
     def preflight(self, req: HttpRequest) -> HttpResponse | None:
         """The checks that need only the request line and headers (path, Host, Origin, method,
