@@ -75,7 +75,7 @@ async def session(call: Call) -> list[Record]:
     await do("search_episodes", query="parquet lake")
     await do("search_episodes", query="parquet lake", content="passage")
     await do("search_episodes", query="parquet lake", content="none")
-    await do("search_episodes", query="zzzqqq nothing like this")
+    await do("search_episodes", query="parquet", context="no-such-project")
     rel = (
         await do(
             "add_episode_relationship",

@@ -150,7 +150,9 @@ def test_relationship_workflow(mcp_url: str) -> None:
                 "get_topological_order",
                 {"episode_ids": ids, "relationship_type": "causes"},
             )
-            deps = {o["episode_id"]: o["dependencies"] for o in by_cause["ordered_episodes"]}
+            deps = {
+                o["episode_id"]: o.get("dependencies", []) for o in by_cause["ordered_episodes"]
+            }
             assert deps[c] == [b]
 
             removed = await call(

@@ -34,7 +34,9 @@ def test_messages_keep_order_and_page(h: Harness) -> None:
     assert page["messages"][1]["at"] == "2026-01-02T02:04:05.000000Z"
     assert page.get("next_offset") == 5
     rest = h.call("get_thread", id=t["id"], offset=5)
-    assert [m["content"] for m in rest["messages"]] == ["x2", "x3"] and rest.get("next_offset") is None
+    assert [m["content"] for m in rest["messages"]] == ["x2", "x3"] and rest.get(
+        "next_offset"
+    ) is None
     assert h.call("get_thread", id=t["id"])["thread"]["title"] == "Storage chat"
 
 

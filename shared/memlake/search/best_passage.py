@@ -2,12 +2,13 @@
 
 The candidates are the content passages the search layer already cut (the `episode_chunks`
 row's `starts`/`ends`: memlake.search.passages), so no text is re-chunked and every offset is
-one the index knows. Each candidate is ranked twice: by cosine to the query vector (passages
-whose vector is embedded) and by BM25 over the candidates' texts (idf over this episode's
-passages, so a term rare in the episode counts most); the two ranks fuse by reciprocal rank
-(k = 1, as episode search does) and the best wins, the earlier one on a tie. An episode without
-a usable chunks row (none yet, another model, offsets that do not fit the content) is cut by
-the same planner the index uses (tokenizer only, no model run) and ranked by BM25 alone.
+one the index knows. Words decide first: the passage with the best BM25 score over the
+candidates' texts (idf over this episode's passages, so a term rare in the episode counts
+most), and among passages within NEAR_TIE of it the one closest in meaning (cosine to the query
+vector, for passages already embedded). When no query word occurs in any passage, the closest
+in meaning wins; with neither, the first. An episode without a usable chunks row (none yet,
+another model, offsets that do not fit the content) is cut by the same planner the index uses
+(tokenizer only, no model run) and ranked by words alone.
 
 The winner is widened with the text around it to about PASSAGE_CHARS characters (a 64-token
 window alone is two sentences), ending on whitespace where one is near. Offsets are Python
@@ -30,7 +31,7 @@ from memlake.search.text import terms, unique_terms
 
 PASSAGE_CHARS = 600
 SNAP_CHARS = 40  # how far an edge may move to land on whitespace
-RRF_K = 1.0
+NEAR_TIE = 0.1  # BM25 scores this close to the best count as a tie
 K1, B = 1.5, 0.75
 
 
@@ -47,23 +48,16 @@ def _bm25(texts: list[str], query_terms: list[str]) -> list[float]:
     lengths = [sum(d.values()) for d in docs]
     avg = (sum(lengths) / len(lengths)) or 1.0
     n = len(docs)
+    idf = {}
+    for t in query_terms:
+        df = sum(1 for d in docs if t in d)
+        if df:
+            idf[t] = math.log1p((n - df + 0.5) / (df + 0.5))
     scores = []
     for doc, length in zip(docs, lengths, strict=True):
-        score = 0.0
-        for t in query_terms:
-            tf = doc.get(t, 0)
-            if tf:
-                df = sum(1 for d in docs if t in d)
-                idf = math.log1p((n - df + 0.5) / (df + 0.5))
-                score += idf * tf / (tf + K1 * (1 - B + B * length / avg))
-        scores.append(score)
+        norm = K1 * (1 - B + B * length / avg)
+        scores.append(sum(w * doc[t] / (doc[t] + norm) for t, w in idf.items() if t in doc))
     return scores
-
-
-def _ranks(scores: list[float]) -> dict[int, int]:
-    """1-based rank of each candidate with a positive score (ties: earlier first)."""
-    order = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: (-scores[i], i))
-    return {i: r for r, i in enumerate(order, start=1)}
 
 
 def _candidates(
@@ -97,17 +91,23 @@ def best_span(
     spans, which, vectors = _candidates(svc, chunks, content)
     if not spans:
         return _widen(Span(0, min(len(content), PASSAGE_CHARS)), content)
-    bm25 = _ranks(_bm25([content[s.start : s.end] for s in spans], unique_terms([query])))
-    vec: dict[int, int] = {}
-    if which and query_vector is not None and len(vectors):
+    lexical = _bm25([content[s.start : s.end] for s in spans], unique_terms([query]))
+    cosine: list[float | None] = [None] * len(spans)
+    if query_vector is not None and len(vectors):
         q = np.asarray(query_vector, np.float32)
-        vec = _ranks([float(vectors[i] @ q) if i < len(vectors) else 0.0 for i in which])
+        cosine = [float(vectors[i] @ q) if i < len(vectors) else None for i in which] or cosine
+    return _widen(spans[_pick(lexical, cosine)], content)
 
-    def fused(i: int) -> float:
-        return sum(1.0 / (RRF_K + r[i]) for r in (bm25, vec) if i in r)
 
-    best = max(range(len(spans)), key=lambda i: (fused(i), -i))
-    return _widen(spans[best], content)
+def _pick(lexical: list[float], cosine: list[float | None]) -> int:
+    """Words first: the best BM25 passage, the closest in meaning among those within
+    NEAR_TIE of it; with no query word in any passage, the closest in meaning; else the first."""
+    top = max(lexical)
+    if top > 0:
+        near = [i for i, s in enumerate(lexical) if s >= top * (1 - NEAR_TIE)]
+        return max(near, key=lambda i: (cosine[i] if cosine[i] is not None else -2.0, -i))
+    scored = [i for i, c in enumerate(cosine) if c is not None]
+    return max(scored, key=lambda i: (cosine[i], -i)) if scored else 0
 
 
 def _widen(span: Span, content: str) -> Span:
