@@ -102,14 +102,14 @@ class EpisodeFields(Output):
 
     id: str
     content: str = Field(description="The content (cut to 500 characters where noted)")
-    content_truncated: bool
-    summary: str | None
-    context: str | None
-    metadata: dict[str, Any]
-    entity_ids: list[str]
+    content_truncated: bool = Field(False, description="True when content was cut")
+    summary: str | None = None
+    context: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    entity_ids: list[str] = Field(default_factory=list)
     created_at: str
-    started_at: str | None
-    ended_at: str | None
+    started_at: str | None = None
+    ended_at: str | None = None
     title: str | None = Field(None, description="Human-readable title (ADR-007 source_title)")
     tags: list[str] = Field(default_factory=list)
     updated_at: str | None = None
@@ -122,7 +122,7 @@ class EpisodeFields(Output):
     output_modalities: list[str] = Field(default_factory=list)
     qualities: dict[str, Any] = Field(default_factory=dict)
     source_thread_id: str | None = Field(None, description="The thread it was derived from")
-    revision: int = Field(1, description="1 when created, +1 per upsert_episode update")
+    revision: int = Field(description="1 when created, +1 per upsert_episode update")
 
 
 VectorsPending = Annotated[

@@ -161,7 +161,8 @@ def replay(txn: Transaction, scope: Scope, output: type[Out]) -> Out | None:
     if row["payload_hash"] != scope.payload_hash:
         raise _mismatch(scope, row["created_at"])
     log.info("idempotent replay", extra={"tool": scope.tool, "record": scope.row_id})
-    return output.model_validate_json(row["result"])
+    # extra keys ignored: a result stored by an older version that returned more fields
+    return output.model_validate_json(row["result"], extra="ignore")
 
 
 def record(txn: Transaction, scope: Scope, result: BaseModel) -> None:

@@ -13,7 +13,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -47,7 +49,43 @@ class Input(BaseModel):
 
 
 class Output(BaseModel):
+    """Base of tool results, serialised compactly (docs/decisions/1111): a null is never
+    sent, and a field with a default is left out when it holds that default or is empty ("",
+    [], {}). A field without a default (a search's `episodes`, a count, `created`) is always
+    there, so "no results" stays an explicit empty list. Values inside free-form JSON (metadata,
+    qualities) are the caller's and are kept as given."""
+
     model_config = ConfigDict(extra="forbid")
+
+    # no return annotation: pydantic would take it as the serialised type, and -> Any or
+    # -> dict would replace every tool's outputSchema with {} or a bare object
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        fields = type(self).model_fields
+        for key in [k for k, v in data.items() if v is None]:
+            del data[key]
+        for name, info in fields.items():
+            if name in data and not info.is_required() and _omittable(data[name], info):
+                del data[name]
+        return data
+
+
+class KeepEmpty:
+    """Annotated marker: this optional field is sent even when empty (an answer, not an
+    attribute), e.g. get_dependency_graph's nodes in json format."""
+
+
+KEEP_EMPTY = KeepEmpty()
+
+
+def _omittable(value: Any, info: Any) -> bool:
+    if value in ("", [], {}):
+        return not any(isinstance(m, KeepEmpty) for m in info.metadata)
+    default = info.get_default(call_default_factory=True)
+    return isinstance(default, bool | int | float | str) and value == default
 
 
 def _episode_id(value: str) -> str:

@@ -134,7 +134,7 @@ def test_a_paged_listing_over_bad_rows_reaches_every_good_episode(tmp_path: Path
     for _ in range(10):
         page = tool("list_episodes", limit=2, **({"cursor": cursor} if cursor else {}))
         seen += [e["id"] for e in page["episodes"]]
-        cursor = page["next_cursor"]
+        cursor = page.get("next_cursor")
         if cursor is None:
             break
     assert sorted(seen) == sorted(good)

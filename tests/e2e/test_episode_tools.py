@@ -86,7 +86,7 @@ def test_list_pages_with_cursor_and_time_filters(mcp_url: str) -> None:
                 args = {"context": "paging", "limit": 3, **({"cursor": cursor} if cursor else {})}
                 page = await call(client, "list_episodes", args)
                 seen += [e["content"] for e in page["episodes"]]
-                cursor = page["next_cursor"]
+                cursor = page.get("next_cursor")
                 if cursor is None:
                     break
             assert seen == [f"day {d}" for d in range(7, 0, -1)]

@@ -183,12 +183,12 @@ def test_adr007_workflow(server: ServerUnderTest) -> None:
 
             # 8. deletes clean both sides
             await ok(client, "delete_episode", {"id": eid})
-            assert (await ok(client, "get_thread", {"id": tid}))["thread"]["episode_id"] is None
+            assert (await ok(client, "get_thread", {"id": tid}))["thread"].get("episode_id") is None
             assert (await ok(client, "get_concept", {"id": pid}))["episode_ids"] == [added["id"]]
             gone = await ok(client, "delete_concept", {"id": pid})
             assert gone["deleted"] == 1 and gone["unlinked_episodes"] == 1
             after = await ok(client, "get_episode", {"id": added["id"]})
-            assert after["concept_ids"] == []
+            assert "concept_ids" not in after
 
     run(scenario())
 

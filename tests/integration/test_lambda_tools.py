@@ -79,6 +79,21 @@ def test_the_tenant_of_the_event_is_the_only_one_reached(s3: Any) -> None:
     assert fn("GetEpisodeFunction")(mine, FakeContext())["content"] == "team a only"
 
 
+def test_functions_return_the_compact_json_of_tools_call(s3: Any) -> None:
+    """The per-tool functions answer what tools/call's structuredContent holds: no nulls or
+    empty attributes, the write's ids and counts, the search's content modes."""
+    added = fn("AddEpisodeFunction")(
+        {"tenant": "demo", "arguments": {"content": "lake notes on parquet"}}, FakeContext()
+    )
+    assert set(added) == {"id", "content", "created_at", "linked_entities"}, added
+    found = fn("SearchEpisodesFunction")(
+        {"tenant": "demo", "arguments": {"query": "parquet", "content": "none"}}, FakeContext()
+    )
+    (hit,) = found["episodes"]
+    assert hit["id"] == added["id"] and "content" not in hit and hit["content_chars"] == 21
+    assert None not in hit.values() and None not in hit["breakdown"].values()
+
+
 def test_maintenance_covers_every_tenant(s3: Any) -> None:
     # GIVEN two tenants with many small segments each
     add = fn("AddEpisodeFunction")

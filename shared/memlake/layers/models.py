@@ -12,39 +12,39 @@ MAX_LISTED_IDS = 1_000
 
 class ThreadView(Output):
     id: str
-    title: str | None
-    context: str | None
+    title: str | None = None
+    context: str | None = None
     processing_status: str = Field(description="pending | processing | completed")
-    claimed_by: str | None = Field(description="Token id of the agent that claimed it")
-    claimed_at: str | None
-    episode_id: str | None = Field(description="The episode derived from this thread (1:1)")
+    claimed_by: str | None = Field(None, description="Token id of the agent that claimed it")
+    claimed_at: str | None = None
+    episode_id: str | None = Field(None, description="The episode derived from this thread (1:1)")
     message_count: int
-    created_at: str | None
-    updated_at: str | None
-    status_changed_at: str | None
+    created_at: str | None = None
+    updated_at: str | None = None
+    status_changed_at: str | None = None
 
 
 class MessageOut(Output):
     seq: int = Field(description="0-based position in the thread")
     role: str
     content: str
-    at: str | None
+    at: str | None = None
 
 
 class ConceptView(Output):
     id: str
     name: str
     kind: str
-    description: str | None
-    parent_id: str | None
-    created_at: str | None
-    updated_at: str | None
+    description: str | None = None
+    parent_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 class LinkFields(Output):
-    position: int | None = Field(description="Order of extraction within the episode")
-    confidence: float | None = Field(description="0..1")
-    linked_at: str | None
+    position: int | None = Field(None, description="Order of extraction within the episode")
+    confidence: float | None = Field(None, description="0..1")
+    linked_at: str | None = None
 
 
 class LinkedConcept(ConceptView, LinkFields):
@@ -53,9 +53,9 @@ class LinkedConcept(ConceptView, LinkFields):
 
 class LinkedEpisode(LinkFields):
     episode_id: str
-    title: str | None
-    started_at: str | None
-    created_at: str | None
+    title: str | None = None
+    started_at: str | None = None
+    created_at: str | None = None
 
 
 class EpisodeBase(EpisodeFields):
@@ -65,12 +65,16 @@ class EpisodeBase(EpisodeFields):
 class LayerEpisode(EpisodeBase):
     """An episode as the memory-layer tools return it: public_view plus its concept links."""
 
-    concept_ids: list[str] = Field(description="Concepts linked to this episode now")
+    concept_ids: list[str] = Field(
+        default_factory=list, description="Concepts linked to this episode now"
+    )
 
 
 class BothSides(Output):
     """A link's two sides after the change, read from the same link rows."""
 
-    concept_ids: list[str] = Field(description="The episode's concepts")
-    episode_ids: list[str] = Field(description="The concept's episodes (first 1,000)")
+    concept_ids: list[str] = Field(default_factory=list, description="The episode's concepts")
+    episode_ids: list[str] = Field(
+        default_factory=list, description="The concept's episodes (first 1,000)"
+    )
     episode_count: int = Field(description="How many episodes the concept has")

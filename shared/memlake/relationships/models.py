@@ -41,4 +41,4 @@ class Relationship(Output):
     relationship_type: str
     strength: float
     created_at: str
-    metadata: dict[str, Any]
+    metadata: dict[str, Any] = Field(default_factory=dict)

@@ -54,6 +54,10 @@ class SearchHit:
     score: float  # 0..1
     breakdown: dict[str, Any]
     row: dict[str, Any]
+    #: what the search saw, for shaping results (best passages): the snapshot the row was
+    #: read from and the query's vector (None when vectors were not searched)
+    snapshot: Any = field(default=None, compare=False, repr=False)
+    query_vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -205,7 +209,7 @@ def search(
         scale = min(hi, max(lo, confidence / params.confidence_ref))
         weights["bm25"] = weights.get("bm25", 1.0) * scale
     vec = vec_found.ranked(shards, cand)
-    return _fuse(ctx, snap, bm25, vec, limit, recency, params, weights)
+    return _fuse(ctx, snap, bm25, vec, limit, recency, params, weights, qvec)
 
 
 def _fuse(
@@ -217,6 +221,7 @@ def _fuse(
     recency: bool,
     params: SearchParams,
     given: dict[str, float],
+    qvec: np.ndarray | None = None,
 ) -> list[SearchHit]:
     rankings = {"bm25": bm25.ids, "vector": vec.ids}
     weights = {n: given.get(n, 1.0) for n in rankings}
@@ -254,6 +259,8 @@ def _fuse(
                     "score": round(h.score, 6),
                 },
                 row=row,
+                snapshot=snap,
+                query_vector=qvec,
             )
         )
         if len(hits) == limit:

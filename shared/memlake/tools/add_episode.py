@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from memlake import idempotency
-from memlake.episodes import TABLE, EpisodeFields, VectorsPending, public_view
+from memlake.episodes import TABLE, VectorsPending, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
@@ -65,10 +65,28 @@ class EntityLinkFailure(Output):
     reason: str
 
 
-class AddEpisodeOutput(EpisodeFields):
+class AddEpisodeOutput(Output):
+    """What a write returns (docs/decisions/1112): the id, times and counts, plus the fields
+    seed 000/001 lists for add_episode (a 500-character content preview, summary, metadata,
+    context); the rest of the episode is get_episode's."""
+
+    id: str
+    content: str = Field(description="The first 500 characters of the content")
+    content_truncated: bool = Field(False, description="True when content is longer")
+    summary: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    context: str | None = None
+    created_at: str
+    started_at: str | None = None
+    ended_at: str | None = None
     linked_entities: int = Field(description="How many entity_ids were linked to known concepts")
-    failed_entity_ids: list[EntityLinkFailure]
+    failed_entity_ids: list[EntityLinkFailure] = Field(default_factory=list)
     vectors_pending: VectorsPending = 0
+
+
+def _created(row: dict[str, Any]) -> dict[str, Any]:
+    view = public_view(row, full_content=False)
+    return {k: view[k] for k in AddEpisodeOutput.model_fields if k in view}
 
 
 def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
@@ -106,7 +124,7 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
             EntityLinkFailure(entity_id=e, reason="no concept with this id") for e in missing
         ]
         return AddEpisodeOutput(
-            **public_view(row, full_content=False),
+            **_created(row),
             linked_entities=len(entity_ids) - len(failures),
             failed_entity_ids=failures,
             vectors_pending=pending,

@@ -31,7 +31,9 @@ class ConceptSummary(ConceptView):
 class FindConceptsOutput(Output):
     concepts: list[ConceptSummary]
     count: int
-    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+    next_cursor: str | None = Field(
+        None, description="Pass as cursor for the next page; absent at the end"
+    )
 
 
 def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:

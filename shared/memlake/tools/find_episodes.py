@@ -49,7 +49,9 @@ class FindEpisodesOutput(Output):
     mode: str = Field(description="list (filters, newest first) or search (by relevance)")
     episodes: list[FoundEpisode]
     count: int
-    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+    next_cursor: str | None = Field(
+        None, description="Pass as cursor for the next page; absent at the end"
+    )
 
 
 def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:

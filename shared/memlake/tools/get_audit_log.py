@@ -27,17 +27,19 @@ class AuditRecord(Output):
     tenant: str
     token_id: str = Field(description="Non-secret id of the caller's token")
     action: str
-    relationship_id: str | None
-    from_episode_id: str | None
-    to_episode_id: str | None
-    relationship_type: str | None
-    details: dict[str, Any]
+    relationship_id: str | None = None
+    from_episode_id: str | None = None
+    to_episode_id: str | None = None
+    relationship_type: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
 
 
 class GetAuditLogOutput(Output):
     records: list[AuditRecord]
     count: int
-    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+    next_cursor: str | None = Field(
+        None, description="Pass as cursor for the next page; absent at the end"
+    )
 
 
 def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:

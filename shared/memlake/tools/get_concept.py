@@ -28,8 +28,12 @@ class ConceptRef(Output):
 
 class GetConceptOutput(Output):
     concept: ConceptView
-    ancestors: list[ConceptRef] = Field(description="Parent first, up to the root")
-    children: list[ConceptRef] = Field(description="Direct child concepts (first 1,000)")
+    ancestors: list[ConceptRef] = Field(
+        default_factory=list, description="Parent first, up to the root"
+    )
+    children: list[ConceptRef] = Field(
+        default_factory=list, description="Direct child concepts (first 1,000)"
+    )
     episodes: list[LinkedEpisode] = Field(description="Linked episodes, oldest link first")
     episode_ids: list[str] = Field(description="Ids of linked episodes (first 1,000)")
     episode_count: int

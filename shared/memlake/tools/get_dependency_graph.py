@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
 from memlake.graph import to_dot, to_json, to_mermaid
-from memlake.models import EpisodeId, Input, Output
+from memlake.models import KEEP_EMPTY, EpisodeId, Input, Output
 from memlake.relationships import relationship_index
 from memlake.relationships.models import MAX_EPISODE_IDS, RelationshipType
 from memlake.relationships.views import select_graph
@@ -31,7 +31,7 @@ class GetDependencyGraphInput(Input):
 class GraphNodeOut(Output):
     id: str
     label: str
-    created_at: str | None
+    created_at: str | None = None
 
 
 class GraphEdgeOut(Output):
@@ -46,9 +46,15 @@ class GraphEdgeOut(Output):
 
 class GetDependencyGraphOutput(Output):
     format: str
-    nodes: list[GraphNodeOut] | None = Field(description="json format only")
-    edges: list[GraphEdgeOut] | None = Field(description="json format only")
-    graph: str | None = Field(description="The DOT or Mermaid text (graphviz/mermaid formats)")
+    nodes: Annotated[list[GraphNodeOut] | None, KEEP_EMPTY] = Field(
+        None, description="json format only"
+    )
+    edges: Annotated[list[GraphEdgeOut] | None, KEEP_EMPTY] = Field(
+        None, description="json format only"
+    )
+    graph: str | None = Field(
+        None, description="The DOT or Mermaid text (graphviz/mermaid formats)"
+    )
     node_count: int
     edge_count: int
     truncated: bool = Field(description="True when max_nodes left qualifying episodes out")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from memlake.episodes import (
@@ -16,6 +14,7 @@ from memlake.episodes import (
     view_or_skip,
 )
 from memlake.layers.links import linked_concepts, links_of_episode
+from memlake.layers.models import LinkedConcept
 from memlake.models import EpisodeId, Input
 from memlake.search.shards import pending_vectors
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
@@ -30,7 +29,7 @@ class GetEpisodeOutput(EpisodeFields):
     concept_ids: list[str] = Field(
         default_factory=list, description="Concepts linked to this episode now"
     )
-    entities: list[dict[str, Any]] | None = Field(
+    entities: list[LinkedConcept] | None = Field(
         None, description="Linked concepts, with position and confidence, when include_entities"
     )
     vectors_pending: VectorsPending = 0
@@ -52,7 +51,7 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
     if out is None:
         raise unreadable(args.id)
     if args.include_entities:
-        out.entities = linked_concepts(snap, args.id)
+        out.entities = [LinkedConcept(**c) for c in linked_concepts(snap, args.id)]
     return out
 
 

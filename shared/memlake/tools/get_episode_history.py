@@ -27,7 +27,7 @@ class GetEpisodeHistoryOutput(Output):
     id: str
     revisions: list[Revision]
     count: int
-    next_version: int | None = Field(description="Pass as from_version for older revisions")
+    next_version: int | None = Field(None, description="Pass as from_version for older revisions")
     older_collected: bool = Field(
         description="True when older revisions fell out of the history window (7 days)"
     )

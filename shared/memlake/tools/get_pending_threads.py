@@ -20,7 +20,9 @@ class GetPendingThreadsInput(Input):
 class GetPendingThreadsOutput(Output):
     threads: list[ThreadView]
     count: int
-    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+    next_cursor: str | None = Field(
+        None, description="Pass as cursor for the next page; absent at the end"
+    )
 
 
 def run(ctx: ToolContext, args: GetPendingThreadsInput) -> GetPendingThreadsOutput:

@@ -21,7 +21,9 @@ class GetThreadInput(Input):
 class GetThreadOutput(Output):
     thread: ThreadView
     messages: list[MessageOut]
-    next_offset: int | None = Field(description="Pass as offset for more messages; null at end")
+    next_offset: int | None = Field(
+        None, description="Pass as offset for more messages; absent at the end"
+    )
 
 
 def run(ctx: ToolContext, args: GetThreadInput) -> GetThreadOutput:

@@ -28,7 +28,9 @@ class OrderedEpisode(Output):
     episode_id: str
     episode_name: str
     level: int = Field(description="0 = depends on nothing; else 1 + the deepest dependency")
-    dependencies: list[str] = Field(description="Episodes this one directly depends on (<= 100)")
+    dependencies: list[str] = Field(
+        default_factory=list, description="Episodes this one directly depends on (<= 100)"
+    )
     dependency_count: int
 
 

@@ -23,7 +23,7 @@ class LinkEpisodeToConceptOutput(BothSides):
     episode_id: str
     concept_id: str
     created: bool = Field(description="False when the link existed (position/confidence updated)")
-    position: int | None
+    position: int | None = None
     confidence: float
 
 

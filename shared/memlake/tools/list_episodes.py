@@ -27,7 +27,9 @@ class EpisodeSummary(EpisodeFields):
 class ListEpisodesOutput(Output):
     episodes: list[EpisodeSummary]
     count: int
-    next_cursor: str | None = Field(description="Pass as cursor for the next page; null at end")
+    next_cursor: str | None = Field(
+        None, description="Pass as cursor for the next page; absent at the end"
+    )
 
 
 def _summary(row: dict[str, Any]) -> EpisodeSummary:

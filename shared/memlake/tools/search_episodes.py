@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -11,6 +11,11 @@ from memlake.episodes import EpisodeFields, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
 from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, hybrid_search
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
+
+#: All hits of one response together carry at most this many characters of content or passage
+#: text (docs/decisions/1114); a hit cut by it has truncated: true.
+MAX_RESULT_CHARS = 65_536
+ContentMode = Literal["full", "passage", "none"]
 
 
 class SearchEpisodesInput(TimeRange):
@@ -22,32 +27,104 @@ class SearchEpisodesInput(TimeRange):
     context: Context | None = Field(None, description="Only this project")
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     recency: bool = Field(True, description="Rank recent episodes slightly higher")
+    content: ContentMode = Field(
+        "full",
+        description="Text per hit: full, passage (best ~600 chars with offsets) or none."
+        " Hits share at most 65,536 chars; a cut hit has truncated and get_episode has it all",
+    )
 
 
 class ScoreBreakdown(Output):
-    bm25_rank: int | None = Field(description="Rank by keywords (BM25), null if not matched")
-    bm25_score: float | None
-    vector_rank: int | None = Field(description="Rank by meaning (embeddings), null if not found")
-    vector_score: float | None = Field(description="Cosine similarity of the best-matching chunk")
+    bm25_rank: int | None = Field(None, description="Rank by keywords (BM25); absent: not matched")
+    bm25_score: float | None = None
+    vector_rank: int | None = Field(None, description="Rank by meaning; absent: not found")
+    vector_score: float | None = Field(
+        None, description="Cosine similarity of the best-matching chunk"
+    )
     rrf_score: float = Field(description="Fused rank score, 0..1, before the recency boost")
-    recency: float | None = Field(description="Recency factor applied (0.9..1), null if off")
+    recency: float | None = Field(None, description="Recency factor applied (0.9..1); absent: off")
     score: float = Field(description="Final score, 0..1")
 
 
+class Passage(Output):
+    text: str
+    start: int = Field(description="Where text starts in content (characters)")
+    end: int = Field(description="Where it ends: content[start:end] == text")
+
+
 class EpisodeHit(EpisodeFields):
+    content: str | None = Field(None, description="The content (content='full')")  # type: ignore[assignment]
+    passage: Passage | None = Field(None, description="The best-matching passage")
+    content_chars: int | None = Field(
+        None, description="Length of the whole content, when it is not all in this hit"
+    )
+    truncated: bool = Field(
+        False, description="True when the response cap cut this hit's text (get_episode has it)"
+    )
     score: float = Field(description="Relevance, 0..1 (1: ranked first by both retrievers)")
     breakdown: ScoreBreakdown
 
 
 class SearchEpisodesOutput(Output):
-    episodes: list[EpisodeHit]
+    episodes: list[EpisodeHit] = Field(description="Best first; empty when nothing matched")
     count: int
 
 
-def _hit(hit: SearchHit, row: dict[str, Any]) -> EpisodeHit:
-    return EpisodeHit(
-        **public_view(row), score=hit.score, breakdown=ScoreBreakdown(**hit.breakdown)
+def fair_shares(lengths: list[int], cap: int) -> list[int]:
+    """How many characters each text keeps so that together they keep at most `cap`: every
+    text gets an equal share, and what a short text leaves of its share goes to the longer ones
+    (max-min fair); all of them when they fit."""
+    if sum(lengths) <= cap:
+        return list(lengths)
+    out = [0] * len(lengths)
+    left, remaining = cap, len(lengths)
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        out[i] = min(lengths[i], left // remaining)
+        left -= out[i]
+        remaining -= 1
+    return out
+
+
+def _texts(ctx: ToolContext, hits: list[SearchHit], mode: ContentMode, query: str) -> list[Any]:
+    """Per hit: its full content (full), its best passage's span (passage) or None."""
+    if mode == "full":
+        return [h.row.get("content") or "" for h in hits]
+    if mode == "none" or not hits:
+        return [None] * len(hits)
+    from memlake.search.best_passage import best_span, chunk_rows
+    from memlake.search.indexing import service_for
+
+    svc = service_for(ctx.lake, ctx.settings)
+    chunks = chunk_rows(hits[0].snapshot, [h.id for h in hits])
+    return [best_span(svc, h.row, chunks[h.id], query, h.query_vector) for h in hits]
+
+
+def _hit(
+    hit: SearchHit, text: Any, kept: int, mode: ContentMode, row: dict[str, Any]
+) -> EpisodeHit:
+    view = public_view(row)
+    content = view.pop("content")
+    length = len(text) if isinstance(text, str) else 0 if text is None else text.end - text.start
+    extra: dict[str, Any] = {"truncated": kept < length}
+    if mode == "full":
+        extra["content"] = content[:kept]
+    elif mode == "passage":
+        end = text.start + kept
+        extra["passage"] = Passage(text=content[text.start : end], start=text.start, end=end)
+    if mode != "full" or kept < length:
+        extra["content_chars"] = len(content)
+    breakdown = ScoreBreakdown(**hit.breakdown)
+    return EpisodeHit(**view, **extra, score=hit.score, breakdown=breakdown)
+
+
+def _shape(hits: list[SearchHit], texts: list[Any], mode: ContentMode) -> list[EpisodeHit]:
+    lengths = [0 if t is None else len(t) if isinstance(t, str) else t.end - t.start for t in texts]
+    keep = fair_shares(lengths, MAX_RESULT_CHARS)
+    shaped = (
+        view_or_skip(hit.row, partial(_hit, hit, text, kept, mode))
+        for hit, text, kept in zip(hits, texts, keep, strict=True)
     )
+    return [e for e in shaped if e is not None]
 
 
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
@@ -61,7 +138,7 @@ def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
         end=end,
         recency=args.recency,
     )
-    episodes = [e for h in hits if (e := view_or_skip(h.row, partial(_hit, h))) is not None]
+    episodes = _shape(hits, _texts(ctx, hits, args.content, args.query), args.content)
     return SearchEpisodesOutput(episodes=episodes, count=len(episodes))
 
 

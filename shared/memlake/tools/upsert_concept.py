@@ -9,7 +9,6 @@ from memlake.ids import new_id
 from memlake.lake import Transaction
 from memlake.layers import concepts
 from memlake.layers.fields import MAX_DESCRIPTION_CHARS, ConceptId, ConceptKind, ConceptName
-from memlake.layers.models import ConceptView
 from memlake.models import Input, Output
 from memlake.timeutil import now
 from memlake.tools.base import Annotations, ToolContext, ToolSpec
@@ -24,8 +23,19 @@ class UpsertConceptInput(Input):
     idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
 
 
+class ConceptWritten(Output):
+    """The concept's ids, name and times; its description is get_concept's (decision 1112)."""
+
+    id: str
+    name: str
+    kind: str
+    parent_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
 class UpsertConceptOutput(Output):
-    concept: ConceptView
+    concept: ConceptWritten
     created: bool
 
 
@@ -36,7 +46,11 @@ def run(ctx: ToolContext, args: UpsertConceptInput) -> UpsertConceptOutput:
 
     def change(txn: Transaction) -> UpsertConceptOutput:
         row, created = concepts.upsert(txn, concept_id, given, at)
-        return UpsertConceptOutput(concept=ConceptView(**concepts.view(row)), created=created)
+        view = concepts.view(row)
+        written = ConceptWritten.model_validate(
+            {k: view.get(k) for k in ConceptWritten.model_fields}
+        )
+        return UpsertConceptOutput(concept=written, created=created)
 
     scope = idempotency.Scope.of(ctx, SPEC.name, args)
     return idempotency.commit_once(ctx, scope, UpsertConceptOutput, change)

@@ -26,13 +26,13 @@ from memlake.layers.fields import (
     Title,
     unique,
 )
-from memlake.layers.models import LayerEpisode
 from memlake.models import (
     MAX_SUMMARY_CHARS,
     Context,
     EpisodeId,
     Input,
     IsoTime,
+    Output,
     check_metadata,
     check_span,
     time_field,
@@ -87,9 +87,17 @@ class UpsertEpisodeInput(Input):
         return self
 
 
-class UpsertEpisodeOutput(LayerEpisode):
+class UpsertEpisodeOutput(Output):
+    """Ids, times and counts of the write (docs/decisions/1112); get_episode shows the episode."""
+
+    id: str
     created: bool = Field(description="True when the episode was new")
+    revision: int = Field(description="1 when created, +1 per update that changed something")
     version: int = Field(description="Store version of this revision (see get_episode_history)")
+    created_at: str
+    updated_at: str | None = None
+    source_thread_id: str | None = Field(None, description="The thread it derives from")
+    concept_ids: list[str] = Field(default_factory=list, description="Its concepts now")
     vectors_pending: VectorsPending = 0
 
 
@@ -130,8 +138,13 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
             txn, episode_id, given, at=at, default_context=ctx.settings.default_context
         )
         concept_ids = [lk["concept_id"] for lk in links.links_of_episode(txn, episode_id)]
+        view = public_view(row, full_content=False)
         return UpsertEpisodeOutput(
-            **public_view(row, full_content=False),
+            id=view["id"],
+            revision=view["revision"],
+            created_at=view["created_at"],
+            updated_at=view["updated_at"],
+            source_thread_id=view["source_thread_id"],
             concept_ids=concept_ids,
             created=created,
             version=version,

@@ -32,7 +32,7 @@ class ValidateNoCyclesOutput(Output):
     valid: bool = Field(description="True when adding the relationship keeps the graph acyclic")
     cycle_detected: bool
     cycle_path: list[str] | None = Field(
-        description="Episode ids of the cycle it would close: [from, to, ..., from]"
+        None, description="Episode ids of the cycle it would close: [from, to, ..., from]"
     )
     message: str
 
