@@ -182,8 +182,9 @@ def test_lean_schema_rules_on_a_small_schema() -> None:
     }
     out = lean_output(schema)
     assert out["required"] == ["inner"]  # tags: a collection, absent when empty
-    assert out["properties"]["x"] == {"type": ["string", "null"], "maxLength": 80, "minLength": 1}
-    assert out["properties"]["e"] == {"enum": ["a", "b", None], "type": ["string", "null"]}
+    # results never carry null (decision 1111): an optional output field is its type alone
+    assert out["properties"]["x"] == {"type": "string", "maxLength": 80, "minLength": 1}
+    assert out["properties"]["e"] == {"enum": ["a", "b"], "type": "string"}
     assert out["properties"]["n"] == {"type": "integer", "minimum": 1}
 
 

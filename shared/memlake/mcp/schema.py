@@ -11,8 +11,8 @@ wrong: `minLength: 1` (non-empty), `maxLength` of 128 or less (ids, times, names
 
 Output schemas follow one contract with the results ("absent when empty"): `required` names
 only the fields that are always there, so a field that is optional, has a default, or is a
-collection (which a compact result leaves out when empty) is not required. Such a field still
-admits null (`"type": ["string", "null"]`), so a result that carries a null stays valid.
+collection (which a compact result leaves out when empty) is not required. Results never carry
+a null (docs/decisions/1111), so an optional output field is written as its type alone.
 An output schema is for a client checking structuredContent: it keeps types and `required`
 but no descriptions (what a model must know about a result is in the tool's description).
 """
@@ -74,7 +74,7 @@ class _Leaner:
         self.schema = copy.deepcopy(schema)
         self.defs: dict[str, Any] = self.schema.pop("$defs", {})
         self.output = output
-        self.keep_null = output or keep_null
+        self.keep_null = keep_null
         self.expanding: list[str] = []
         self.kept: dict[str, Any] = {}  # recursive definitions, which cannot be inlined
 
