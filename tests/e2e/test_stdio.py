@@ -26,6 +26,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from moto.server import ThreadedMotoServer
 
 from .mcp_helpers import call, free_port, run
@@ -92,6 +93,43 @@ def _round_trip(server: StdioServerParameters, second: StdioServerParameters) ->
 
 def test_mcp_client_session_over_stdio_on_the_local_lake(tmp_path: Path) -> None:
     _round_trip(params(tmp_path / "lake"), params(tmp_path / "lake"))
+
+
+def test_mcp_client_over_stdio_toolset_compact_results_and_content_modes(tmp_path: Path) -> None:
+    from memlake.tools.registry import TOOLSETS
+
+    from .test_compact_results import wasted
+
+    server = params(tmp_path / "lake")
+    server.args += ["--toolsets", "episodes"]
+
+    async def scenario() -> None:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.instructions and "add_episode" in init.instructions
+            assert "relationship" not in init.instructions  # only the tools that are on
+            assert set(await _all_tools(session)) == set(TOOLSETS["episodes"])
+            content = "Filler about the weather. " * 40 + "The otter swims under the bridge."
+            added = await call(session, "add_episode", {"content": content, "context": "river"})
+            assert not added["is_error"] and wasted(added) == [], added
+            for mode in ("passage", "none"):
+                got = await call(
+                    session, "search_episodes", {"query": "otter bridge", "content": mode}
+                )
+                assert not got["is_error"] and wasted(got) == [], got
+                hit = got["episodes"][0]
+                assert hit["id"] == added["id"] and "content" not in hit
+                if mode == "passage":
+                    span = hit["passage"]
+                    assert content[span["start"] : span["end"]] == span["text"]
+                    assert "otter" in span["text"]
+                else:
+                    assert "passage" not in hit
+            with pytest.raises(MCPError) as refused:  # a graph tool is not offered here
+                await session.call_tool("add_episode_relationship", {})
+            assert refused.value.error.code == -32602
+
+    run(scenario())
 
 
 @pytest.fixture(scope="module")
