@@ -93,6 +93,12 @@ def _error_response(
     return HttpResponse(status, dumps(body), {"content-type": "application/json"})
 
 
+def _method_not_allowed(allowed: str) -> HttpResponse:
+    resp = _error_response(405, INVALID_REQUEST, f"Method not allowed: use {allowed}")
+    resp.headers["allow"] = allowed
+    return resp
+
+
 class McpHttpApp:
     def __init__(
         self,
@@ -119,9 +125,7 @@ class McpHttpApp:
         if not self.origins.origin_ok(req.header("origin")):
             return _error_response(403, INVALID_REQUEST, "Forbidden: Origin not allowed")
         if req.method != "POST":
-            resp = _error_response(405, INVALID_REQUEST, "Method not allowed: use POST")
-            resp.headers["allow"] = "POST"
-            return resp
+            return _method_not_allowed("POST")
         principal = self.authenticate(req)
         if principal is None:
             return self._unauthorized(req)
@@ -142,9 +146,7 @@ class McpHttpApp:
         if not self.origins.host_ok(req.header("host")):
             return _error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
         if req.method != "GET":
-            resp = _error_response(405, INVALID_REQUEST, "Method not allowed: use GET")
-            resp.headers["allow"] = "GET"
-            return resp
+            return _method_not_allowed("GET")
         if self.discovery is None or not metadata:
             body = health(str(SERVER_INFO["version"]))
             return HttpResponse(200, dumps(body), {**_JSON, "cache-control": "no-store"})
