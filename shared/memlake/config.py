@@ -23,13 +23,6 @@ def _int(name: str, default: int, *, low: int | None = None) -> int:
     return value
 
 
-def _positive(name: str, default: int) -> int:
-    value = _int(name, default)
-    if value <= 0:
-        raise ConfigurationError(f"{name} must be a positive integer, got {value}")
-    return value
-
-
 #: what `MEMLAKE_TOOLSETS` / `serve --toolsets` may name (memlake.tools.registry.TOOLSETS)
 TOOLSET_NAMES = ("episodes", "layers", "graph", "all")
 
@@ -143,7 +136,7 @@ class Settings:
             embedder=_embedder(),
             bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),
             bedrock_dimensions=_int("MEMLAKE_BEDROCK_DIMENSIONS", 1024),
-            idempotency_ttl_seconds=_positive("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
+            idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
             shard_cache_dir=os.environ.get(
@@ -151,11 +144,11 @@ class Settings:
                 "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",
             ),
             cursor_key=_cursor_key(),
-            http_idle_timeout=_int("MEMLAKE_HTTP_IDLE_TIMEOUT", 15),
-            http_body_timeout=_int("MEMLAKE_HTTP_BODY_TIMEOUT", 60),
-            http_max_connections=_int("MEMLAKE_HTTP_MAX_CONNECTIONS", 512),
-            http_workers=_int("MEMLAKE_HTTP_WORKERS", 16),
-            http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024),
+            http_idle_timeout=_int("MEMLAKE_HTTP_IDLE_TIMEOUT", 15, low=1),
+            http_body_timeout=_int("MEMLAKE_HTTP_BODY_TIMEOUT", 60, low=1),
+            http_max_connections=_int("MEMLAKE_HTTP_MAX_CONNECTIONS", 512, low=1),
+            http_workers=_int("MEMLAKE_HTTP_WORKERS", 16, low=1),
+            http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024, low=1),
             toolsets=parse_toolsets(os.environ.get("MEMLAKE_TOOLSETS", "")),
         )
 
