@@ -22,13 +22,14 @@ import hmac
 import json
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from memlake.errors import InvalidArgument
+from memlake.errors import InvalidArgument, Unavailable
 from memlake.ids import ID_PATTERN
 from memlake.store.base import ObjectNotFound, ObjectStore, PreconditionFailed
 
@@ -173,16 +174,20 @@ def cursor_key(store: ObjectStore, configured: str = "", *, create: bool = True)
         return key
 
 
-def _stored_key(store: ObjectStore, create: bool) -> bytes | None:
-    try:
-        raw = store.get(KEY_OBJECT)
-    except ObjectNotFound:
-        if not create:
-            return None
+def _stored_key(store: ObjectStore, create: bool, attempts: int = 5) -> bytes | None:
+    for attempt in range(attempts):
+        try:
+            raw = store.get(KEY_OBJECT)
+            return hashlib.sha256(b"memlake-cursor:" + raw.strip()).digest()
+        except ObjectNotFound:
+            if not create:
+                return None
         fresh = secrets.token_hex(32).encode()
         try:
             store.put(KEY_OBJECT, fresh, if_absent=True)
-            raw = fresh
-        except PreconditionFailed:  # another process made it first: use theirs
-            raw = store.get(KEY_OBJECT)
-    return hashlib.sha256(b"memlake-cursor:" + raw.strip()).digest()
+            return hashlib.sha256(b"memlake-cursor:" + fresh).digest()
+        except PreconditionFailed:
+            # another process is making it: S3 answers 409 while that put is in flight, so
+            # theirs may not be readable yet; read again after a short pause
+            time.sleep(0.05 * (attempt + 1))
+    raise Unavailable("the cursor key is being created by another process", hint="Retry the call.")

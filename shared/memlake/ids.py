@@ -19,8 +19,8 @@ _lock = threading.Lock()
 _last: list[int] = [0, 0]  # [millis, random80]
 
 #: Ids the server generates, and any id accepted from a caller, match this.
-ID_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$")
-TENANT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+ID_PATTERN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,63}\Z")
+TENANT_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}\Z")
 
 
 def _encode(value: int, length: int) -> str:

@@ -124,6 +124,8 @@ POISON: list[tuple[str, Callable[[Row], Row], str]] = [
     ("thread_messages", lambda r: {**r, "seq": r["seq"] + 1}, "id must be"),
     ("thread_messages", lambda r: {**r, "content": "   "}, "content"),
     ("concepts", lambda r: {**r, "name": None}, "name"),
+    ("concepts", lambda r: {**r, "id": r["id"] + "\n"}, "not a valid id"),
+    ("concept_links", lambda r: {**r, "episode_id": r["episode_id"] + "\n"}, "not a valid id"),
     ("concepts", lambda r: {**r, "parent_id": r["id"]}, "own parent"),
     ("concept_links", lambda r: {**r, "confidence": 1.5}, "confidence"),
     ("concept_links", lambda r: {**r, "episode_id": "other"}, "link_id"),

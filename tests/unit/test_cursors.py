@@ -184,3 +184,27 @@ def test_long_non_ascii_names_still_page(tmp_path: Path) -> None:
         if cursor is None:
             break
     assert sorted(seen) == sorted(names)
+
+
+def test_a_key_being_created_elsewhere_is_waited_for(tmp_path: Path) -> None:
+    # S3 answers 409 (PreconditionFailed here) while another process's put of the key is in
+    # flight, and that key is not readable yet: read again rather than fail the call
+    from memlake.store.base import ObjectNotFound, PreconditionFailed
+
+    class Racing(LocalStore):
+        gets = 0
+
+        def get(self, key: str) -> bytes:
+            self.gets += 1
+            if self.gets <= 2:
+                raise ObjectNotFound(key)
+            return super().get(key)
+
+        def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+            if key == KEY_OBJECT and self.gets <= 2:
+                LocalStore(self.root).put(key, b"theirs", if_absent=True)
+                raise PreconditionFailed(key)
+            super().put(key, data, if_absent=if_absent)
+
+    store = Racing(tmp_path)
+    assert cursor_key(store) == hashlib.sha256(b"memlake-cursor:theirs").digest()

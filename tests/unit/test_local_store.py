@@ -123,3 +123,12 @@ def test_gc_never_removes_a_write_in_progress(
     writer.join(10)
     assert report.deleted_temp_files == 0
     assert store.get("tenants/t/objects/slow.bin") == b"data"
+
+
+@pytest.mark.parametrize("prefix", ["../../etc", "tenants/../..", "tenants/./x"])
+def test_temp_file_cleanup_never_leaves_the_store(tmp_path: Path, prefix: str) -> None:
+    from datetime import UTC, datetime
+
+    store = LocalStore(tmp_path / "lake")
+    with pytest.raises(InvalidArgument):
+        store.remove_stale_temp_files(prefix, datetime.now(UTC))

@@ -24,7 +24,7 @@ MAX_CONCEPT_IDS = 100
 MAX_HIERARCHY_DEPTH = 64
 
 _NO_CONTROL = r"^[^\x00-\x1f\x7f]+$"
-_OFFSET = re.compile(r"^[+-](0\d|1[0-4]):[0-5]\d$")
+_OFFSET = re.compile(r"^[+-](0\d|1[0-4]):[0-5]\d\Z")
 
 
 def _id_check(prefix: str, field: str) -> AfterValidator:

@@ -31,7 +31,7 @@ from memlake.services import Services
 from memlake.tools.base import Principal
 
 log = logging.getLogger("memlake.mcp")
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9=_+/-]{1,64}$")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9=_+/-]{1,64}\Z")
 _NOT_TENANT_CHARS = re.compile(r"[^a-z0-9_-]+")
 SLUG_CHARS = 40
 HASH_CHARS = 16

@@ -46,7 +46,7 @@ from memlake.services import Services
 from memlake.tools.base import Principal, ToolContext
 
 log = logging.getLogger("memlake.mcp")
-_B64_WORD = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=$")
+_B64_WORD = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=\Z")
 
 #: reads a request header by lower-case name (None: absent); a door without headers passes None
 Header = Callable[[str], str | None]

@@ -114,9 +114,7 @@ class LocalStore:
     def remove_stale_temp_files(self, prefix: str, older_than: datetime) -> int:
         """Remove `.tmp-*` files under `prefix` last written before `older_than` that no writer
         holds (a crash left them); returns how many were removed."""
-        base = self.root.joinpath(*[p for p in prefix.split("/") if p]) if prefix else self.root
-        if base != self.root and self.root not in base.parents:
-            raise InvalidArgument(f"prefix {prefix!r} escapes the store")
+        base = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root
         cutoff = older_than.timestamp()
         removed = 0
         for dirpath, _dirs, files in os.walk(base):
