@@ -131,13 +131,14 @@ def test_a_cursor_works_only_for_its_tenant_and_listing(
             cursors = {tool: await _cursor(beta, tool, args) for tool, args in listings.items()}
             for tool, args in listings.items():
                 out = await _refused(alpha, tool, args, cursors[tool])  # same filters, other tenant
-                assert "tenant" in out["error"]["message"]
+                # the tenant is inside the MAC: another tenant's cursor does not verify at all
+                assert out["error"]["message"].startswith("cursor is not valid"), out
             found = await _refused(
                 beta, "find_episodes", listings["find_episodes"], cursors["list_episodes"]
             )
-            assert "listing" in found["error"]["message"]
+            assert found["error"]["message"].startswith("cursor belongs to another listing"), found
             other = {"context": "somewhere-else"}
             out = await _refused(beta, "list_episodes", other, cursors["list_episodes"])
-            assert "filters" in out["error"]["message"]
+            assert out["error"]["message"].startswith("cursor belongs to another listing"), out
 
     run(scenario())
