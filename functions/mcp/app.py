@@ -52,18 +52,22 @@ def endpoint() -> ApiGatewayMcp:
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Never raises: whatever fails becomes a JSON-RPC error response (a bug: 500, -32603)."""
+    started = time.perf_counter()
     try:
-        return _serve(event)
+        mcp = endpoint()
+        req, resp = mcp.handle(event)
     except Exception:
+        logger.exception("unhandled error in the MCP transport")
         rid = getattr(context, "aws_request_id", None)
         return response_to_event(internal_error(rid if isinstance(rid, str) else None))
+    try:  # the call has run (a write may have committed): telemetry never turns it into an error
+        _record(mcp, req, resp, (time.perf_counter() - started) * 1000)
+    except Exception:
+        logger.exception("could not record the request's logs and metrics")
+    return response_to_event(resp)
 
 
-def _serve(event: dict[str, Any]) -> dict[str, Any]:
-    started = time.perf_counter()
-    mcp = endpoint()
-    req, resp = mcp.handle(event)
-    elapsed_ms = (time.perf_counter() - started) * 1000
+def _record(mcp: ApiGatewayMcp, req: Any, resp: Any, elapsed_ms: float) -> None:
     method, tool = rpc_summary(req)
     who = principal_from_claims(req.claims if req else None, mcp.services.settings.tenant_claim)
     # the transport writes compact JSON, so a tool failure shows as this exact byte string
@@ -87,4 +91,3 @@ def _serve(event: dict[str, Any]) -> dict[str, Any]:
         metrics.add_metric(name=kind, unit=MetricUnit.Count, value=1)
     if tool_error:
         metrics.add_metric(name="ToolErrors", unit=MetricUnit.Count, value=1)
-    return response_to_event(resp)

@@ -103,18 +103,26 @@ def run_maintenance(
     report = MaintenanceReport()
     for tenant in tenants if tenants is not None else discover_tenants(lake.store):
         report.tenants += 1
-        try:
+        failed = False
+        try:  # an embedding failure (a model that will not load, say) must not stop compaction
             vec = embed_pending(lake, tenant, max_passages=embed_passages, deadline=deadline)
             report.passages_embedded += vec.passages
             report.passages_pending += vec.left
+        except Exception:
+            log.exception("embedding pending passages failed for tenant %s", tenant)
+            failed = True
+        try:
             comp = compact(lake, tenant, min_segments=min_segments)
             report.compacted_tables += len(comp.merged)
             report.rows_dropped += comp.rows_dropped
             gc = collect_garbage(lake, tenant, grace_seconds=grace_seconds)
             report.deleted_objects += gc.deleted_objects
             report.deleted_manifests += gc.deleted_manifests
-        except MemlakeError as e:
-            log.error("maintenance failed for tenant %s: %s", tenant, e.code)
+        except Exception as e:  # one tenant's failure never stops the others
+            code = e.code if isinstance(e, MemlakeError) else type(e).__name__
+            log.error("maintenance failed for tenant %s: %s", tenant, code, exc_info=True)
+            failed = True
+        if failed:
             report.failed.append(tenant)
     return report
 
@@ -133,23 +141,27 @@ class Maintenance(threading.Thread):
 
     def run(self) -> None:
         while not self.stop_event.wait(self.interval):
-            self.tick()
+            try:
+                self.tick()
+            except Exception:  # the thread must outlive any one failure: try on the next tick
+                log.exception("maintenance tick failed")
 
     def tick(self) -> None:
         lake = self.services.lake
         min_segments = self.services.settings.compact_min_segments
         gc_due = time.monotonic() - self._last_gc > 3600
-        for tenant in lake.known_tenants():
+        tenants = lake.known_tenants()
+        for tenant in tenants:
             try:
                 snap = lake.snapshot(tenant)
                 if any(len(s) >= min_segments for s in snap.manifest.tables.values()):
                     compact(lake, tenant, min_segments=min_segments // 2)
                 if gc_due:
                     collect_garbage(lake, tenant)
-            except MemlakeError:
+            except Exception:
                 log.exception("maintenance failed for tenant %s", tenant)
         if gc_due:
             self._last_gc = time.monotonic()
         embed_pending_tenants(  # vectors writes left pending
-            lake, lake.known_tenants(), max_passages=self.services.settings.embed_batch_passages
+            lake, tenants, max_passages=self.services.settings.embed_batch_passages
         )
