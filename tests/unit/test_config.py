@@ -20,6 +20,11 @@ from memlake.errors import ConfigurationError
         ("MEMLAKE_EMBED_BATCH_PASSAGES", "0", "at least 1"),
         ("MEMLAKE_EMBED_SYNC_PASSAGES", "-1", "at least 0"),
         ("MEMLAKE_HTTP_WORKERS", "many", "must be an integer"),
+        ("MEMLAKE_TOOLS_PAGE_SIZE", "0", "at least 1"),
+        ("MEMLAKE_COMPACT_MIN_SEGMENTS", "1", "at least 2"),
+        ("MEMLAKE_MAX_CONTENT_BYTES", "0", "at least 1"),
+        ("MEMLAKE_MAX_REQUEST_BYTES", "10", "at least 1024"),
+        ("MEMLAKE_CACHE_BYTES", "-1", "at least 0"),
     ],
 )
 def test_a_bad_number_is_a_configuration_error(

@@ -23,7 +23,6 @@ from memlake.mcp.protocol import (
     RpcError,
 )
 from memlake.mcp.schema import lean_input, lean_output
-from memlake.mcp.wire import dumps as dumps  # re-exported: its home is memlake.mcp.wire
 from memlake.tools.base import ToolContext
 from memlake.tools.registry import TOOL_NAMES, enabled_names, get_tool
 

@@ -63,10 +63,6 @@ def get_tool(name: str) -> ToolSpec[Any, Any] | None:
     return spec
 
 
-def all_tools() -> list[ToolSpec[Any, Any]]:
-    return [get_tool(name) for name in TOOL_NAMES]  # type: ignore[misc]
-
-
 def enabled_names(toolsets: Iterable[str]) -> tuple[str, ...]:
     """The tools of the given toolsets, in listing order (unknown names contribute nothing:
     Settings refuses them before a server starts)."""

@@ -13,7 +13,7 @@ from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, hybrid_s
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 #: All hits of one response together carry at most this many characters of content or passage
-#: text (docs/decisions/1114); a hit cut by it has truncated: true.
+#: text (docs/decisions/1113); a hit cut by it has truncated: true.
 MAX_RESULT_CHARS = 65_536
 ContentMode = Literal["full", "passage", "none"]
 
