@@ -358,3 +358,26 @@ def test_an_export_with_pending_vectors_imports_and_stays_pending(tmp_path: Path
     embed_pending(target.lake, T, max_passages=10_000)
     assert target.call("get_episode", id=added["id"]).get("vectors_pending", 0) == 0
     assert target.search(TAIL)[added["id"]]["vector_score"] > 0.9
+
+
+def test_an_episode_that_cannot_be_embedded_does_not_block_the_others(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlake.search import backfill
+
+    # GIVEN two long episodes pending, the older of which always fails to embed
+    first = node.call("add_episode", content=long_content(tail="alpha tail"))["id"]
+    second = node.call("add_episode", content=long_content(tail="beta tail"))["id"]
+    real = backfill._step
+
+    def step(lake: Lake, svc: Any, tenant: str, snap: Any, episode_id: str, n: int) -> Any:
+        if episode_id == first:
+            raise ValueError("a broken stored row")
+        return real(lake, svc, tenant, snap, episode_id, n)
+
+    monkeypatch.setattr(backfill, "_step", step)
+    # WHEN the pass runs
+    embed_pending(node.lake, T, max_passages=10_000)
+    # THEN the other one is done, and the broken one is still pending for a later run
+    assert set(node.pending()) == {first}
+    assert node.call("get_episode", id=second).get("vectors_pending", 0) == 0

@@ -17,6 +17,7 @@ finds nothing pending reads only the manifest.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from memlake.lake import Lake, Snapshot, Transaction
 from memlake.search.indexing import CHUNKS_TABLE, SearchService, installed
 from memlake.search.passages import Embedded, embed_passages, passage_texts, plan
 from memlake.search.shards import EXTRA_KEY
+
+log = logging.getLogger("memlake.search.backfill")
 
 
 @dataclass
@@ -139,7 +142,12 @@ def embed_pending(
         if not todo or left <= 0 or _past(deadline):
             report.left = sum(pending_map(snap.extra).values())
             return report
-        done = _step(lake, svc, tenant, snap, todo[0], min(left, step))
+        try:
+            done = _step(lake, svc, tenant, snap, todo[0], min(left, step))
+        except Exception:  # one episode that cannot be embedded must not block all the others
+            log.exception("embedding the pending passages of episode %s failed", todo[0])
+            skipped.add(todo[0])
+            continue
         if done is None:
             skipped.add(todo[0])  # changed under us: the next run sees the new state
             continue
