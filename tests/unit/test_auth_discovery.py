@@ -93,6 +93,7 @@ def test_keyed_server_publishes_rfc9728_metadata(keyed: McpHttpApp, path: str) -
     assert doc.bearer_methods_supported == ["header"]
     assert "authorization_servers" not in resp.json()  # static keys: none to name (1131)
     assert resp.headers["access-control-allow-origin"] == "*"
+    assert resp.headers["vary"] == "host"  # resource comes from Host: a shared cache keys on it
 
 
 def test_metadata_names_the_configured_authorization_servers(tmp_path: Path) -> None:
@@ -106,6 +107,7 @@ def test_metadata_names_the_configured_authorization_servers(tmp_path: Path) -> 
     ProtectedResourceMetadata.model_validate(doc)
     assert doc["resource"] == "https://memlake.example.com/mcp"  # the public URL, not Host
     assert doc["authorization_servers"] == [ISSUER, "https://login.example.com"]
+    assert "vary" not in get(app, WELL_KNOWN + "/mcp").headers  # the same for every Host
 
 
 def test_401_points_to_the_metadata(keyed: McpHttpApp) -> None:

@@ -156,6 +156,8 @@ class McpHttpApp:
         doc = self.discovery.document(base, self.path)
         # public and the same for every caller: any origin may read it, caches may keep it
         cors = {"access-control-allow-origin": "*", "cache-control": "public, max-age=3600"}
+        if not self.discovery.public_url:  # `resource` names the Host: a cache must key on it
+            cors["vary"] = "host"
         return HttpResponse(200, dumps(doc), {**_JSON, **cors})
 
     def _base_url(self, req: HttpRequest) -> str | None:
