@@ -194,9 +194,9 @@ def load_specs() -> list[Any]:
 
 def episodes_schema() -> Any:
     sys.path.insert(0, str(ROOT / "shared"))
-    from memlake.lake.schema import table_spec
+    from memlake.lake.schema import EPISODES
 
-    return table_spec("episodes").schema()
+    return EPISODES.schema()
 
 
 def plan(root: Path, specs: list[Any], schema: Any = None) -> tuple[dict[Path, str], list[Path]]:

@@ -20,7 +20,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     left = context.get_remaining_time_in_millis() / 1000
     deadline = time.monotonic() + left - min(RESERVE_SECONDS, left / 5)
     report = run_maintenance(
-        services.lake,
+        services,
         min_segments=max(2, services.settings.compact_min_segments // 4),
         embed_passages=16 * services.settings.embed_batch_passages,
         deadline=deadline,

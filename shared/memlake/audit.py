@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memlake.ids import new_id
-from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
+from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.timeutil import iso, now
@@ -49,7 +49,7 @@ def _schema(_dim: int) -> pa.Schema:
     )
 
 
-register_table(TableSpec(TABLE, _schema, ("created_at", "action")))
+SPEC = TableSpec(TABLE, _schema, ("created_at", "action"))
 
 _actor: ContextVar[str] = ContextVar("memlake_audit_actor", default="system")
 

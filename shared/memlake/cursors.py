@@ -34,7 +34,7 @@ from memlake.ids import ID_PATTERN
 from memlake.store.base import ObjectNotFound, ObjectStore, PreconditionFailed
 
 if TYPE_CHECKING:
-    from memlake.tools.base import ToolContext
+    from memlake.context import ToolContext
 
 #: Where a deployment without MEMLAKE_CURSOR_KEY keeps its generated key (outside tenants/).
 KEY_OBJECT = "system/cursor-key"

@@ -19,7 +19,6 @@ from pydantic import Field
 
 from memlake.errors import NotFound
 from memlake.lake.snapshot import Snapshot
-from memlake.lake.txn import Transaction
 from memlake.models import PREVIEW_CHARS, Output
 from memlake.observability import count
 from memlake.timeutil import iso
@@ -178,8 +177,3 @@ def filtered(
     if mask is not None:
         table = table.filter(mask)
     return table
-
-
-#: Features that keep rows pointing at episodes (links, relationships) register cleanups here;
-#: delete_episode runs them in the same transaction, so no dangling reference commits.
-ON_DELETE: list[Callable[[Transaction, str], None]] = []

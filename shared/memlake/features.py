@@ -1,29 +1,103 @@
-"""Features that extend the episode store (search index, memory layers, relationship graph).
+"""The features a memlake is assembled from, listed in one place.
 
-Each module listed here registers, when imported, its tables (memlake.lake.schema.register_table)
-and its episode-delete cleanups (memlake.episodes.ON_DELETE). load_features() imports them all,
-so every door (MCP endpoint, per-tool Lambda, CLI) sees the same tables and cleanups no matter
-which tool module it imported first.
+A feature is its tables (each with the model `memlake import` checks its rows by), the cleanups
+delete_episode runs in the same transaction for rows that point at a deleted episode, and an
+optional install step on the assembled Services (the search feature hooks indexing into the
+lake's commits). Nothing registers itself on import: Services.build takes a tuple of features
+(FEATURES unless told otherwise) and builds the lake's table catalog, the delete cleanups and
+the installs from it, so two Services built with different features share nothing.
+docs/decisions/1140-features-assembled.md says why, and how to add a feature.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-FEATURE_MODULES: tuple[str, ...] = (
-    "memlake.search.indexing",  # hybrid search: episode_chunks table, index shards on commit
-    "memlake.layers.tables",  # memory layers: threads, messages, concepts, concept links
-    "memlake.relationships",  # relationship graph (+ its audit table)
-    "memlake.idempotency",  # idempotency keys of add_episode, add_thread, upsert_concept
+from memlake import audit, idempotency, relationships
+from memlake.lake.schema import EPISODES, Catalog, TableSpec, catalog
+from memlake.lake.txn import Transaction
+from memlake.layers import tables as layers
+from memlake.search import indexing
+from memlake.stored_rows import (
+    AuditRow,
+    ChunksRow,
+    ConceptRow,
+    EpisodeRow,
+    LinkRow,
+    MessageRow,
+    RelationshipRow,
+    ThreadRow,
 )
 
-_loaded = False
+if TYPE_CHECKING:
+    from memlake.services import Services
+
+#: Runs in delete_episode's transaction after the episode's tombstone is staged.
+EpisodeCleanup = Callable[[Transaction, str], None]
 
 
-def load_features() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for name in FEATURE_MODULES:
-        import_module(name)
-    _loaded = True
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    tables: tuple[TableSpec, ...] = ()
+    on_episode_delete: tuple[EpisodeCleanup, ...] = ()
+    #: called once per Services.build, after the lake and the searcher exist
+    install: Callable[[Services], None] | None = None
+
+
+def _checked(spec: TableSpec, model: type[Any]) -> TableSpec:
+    return replace(spec, row_model=model)
+
+
+def _index_commits(services: Services) -> None:
+    indexing.install(services.lake, services.search)
+
+
+_LAYER_ROWS = {
+    layers.THREADS: ThreadRow,
+    layers.MESSAGES: MessageRow,
+    layers.CONCEPTS: ConceptRow,
+    layers.LINKS: LinkRow,
+}
+
+EPISODES_FEATURE = Feature("episodes", tables=(_checked(EPISODES, EpisodeRow),))
+SEARCH = Feature(
+    "search",  # episode_chunks; every commit embeds its episodes and updates the index shards
+    tables=(_checked(indexing.CHUNKS_SPEC, ChunksRow),),
+    on_episode_delete=(indexing.drop_chunks,),
+    install=_index_commits,
+)
+LAYERS = Feature(
+    "layers",  # threads, their messages, concepts, concept links
+    tables=tuple(_checked(spec, _LAYER_ROWS[spec.name]) for spec in layers.SPECS),
+    on_episode_delete=(layers.on_episode_deleted,),
+)
+RELATIONSHIPS = Feature(
+    "relationships",
+    tables=(_checked(relationships.SPEC, RelationshipRow),),
+    on_episode_delete=(relationships.cascade_delete,),
+)
+AUDIT = Feature("audit", tables=(_checked(audit.SPEC, AuditRow),))
+IDEMPOTENCY = Feature(  # the keys of add_episode, add_thread, upsert_concept
+    "idempotency", tables=(_checked(idempotency.SPEC, idempotency.IdempotencyRow),)
+)
+
+FEATURES: tuple[Feature, ...] = (
+    EPISODES_FEATURE,
+    SEARCH,
+    LAYERS,
+    RELATIONSHIPS,
+    AUDIT,
+    IDEMPOTENCY,
+)
+
+
+def table_catalog(features: Iterable[Feature] = FEATURES) -> Catalog:
+    """name -> TableSpec of every table of `features` (a Lake is built with it)."""
+    return catalog(spec for feature in features for spec in feature.tables)
+
+
+def episode_cleanups(features: Iterable[Feature] = FEATURES) -> tuple[EpisodeCleanup, ...]:
+    return tuple(cleanup for feature in features for cleanup in feature.on_episode_delete)

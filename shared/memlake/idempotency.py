@@ -29,12 +29,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, Field, model_validator
 
+from memlake.context import ToolContext
 from memlake.errors import Conflict
-from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
+from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.lake.txn import Transaction
-from memlake.stored_rows import StoredRow, register_row_model
+from memlake.stored_rows import StoredRow
 from memlake.timeutil import iso, now
-from memlake.tools.base import ToolContext
 
 log = logging.getLogger("memlake.idempotency")
 TABLE = "idempotency_keys"
@@ -75,7 +75,7 @@ def expired_mask(table: pa.Table) -> pa.Array:
     return pc.fill_null(pc.less_equal(table.column("expires_at"), cutoff), False)
 
 
-register_table(TableSpec(TABLE, _schema, ("expires_at",), expired=expired_mask))
+SPEC = TableSpec(TABLE, _schema, ("expires_at",), expired=expired_mask)
 
 
 class IdempotencyRow(StoredRow):
@@ -101,9 +101,6 @@ class IdempotencyRow(StoredRow):
         except ValueError:
             raise ValueError("result must be JSON object text") from None
         return self
-
-
-register_row_model(TABLE, IdempotencyRow)
 
 
 def record_id(tool: str, key: str) -> str:

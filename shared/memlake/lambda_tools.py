@@ -17,13 +17,12 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from memlake.context import Principal, ToolContext
 from memlake.errors import InvalidArgument, MemlakeError
-from memlake.features import load_features
 from memlake.ids import check_tenant
 from memlake.mcp.dispatch import call_tool
 from memlake.mcp.protocol import RpcError
 from memlake.services import default_services
-from memlake.tools.base import Principal, ToolContext
 
 logger = Logger(service="memlake-tools")
 EVENT_KEYS = frozenset({"tenant", "arguments"})
@@ -63,15 +62,8 @@ def invoke_tool(name: str, event: Any, context: Any = None) -> dict[str, Any]:
     except MemlakeError as e:
         logger.info("tool call rejected", extra={"tool": name, "error_code": e.code})
         return _failure(e)
-    load_features()
     services = default_services()
-    ctx = ToolContext(
-        principal=Principal(tenant, "direct-invoke"),
-        lake=services.lake,
-        settings=services.settings,
-        request_id=request_id,
-        services=services,
-    )
+    ctx = ToolContext(Principal(tenant, "direct-invoke"), services, request_id=request_id)
     try:
         result = call_tool({"name": name, "arguments": arguments}, ctx)
     except RpcError as e:  # unknown tool: the function and the registry disagree

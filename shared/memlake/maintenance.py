@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from memlake.errors import MemlakeError
 from memlake.ids import TENANT_PATTERN
-from memlake.lake import Lake
 from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
 from memlake.search.backfill import embed_pending
@@ -72,7 +71,7 @@ def discover_tenants(store: ObjectStore) -> list[str]:
 
 
 def embed_pending_tenants(
-    lake: Lake, tenants: list[str], *, max_passages: int, deadline: float | None = None
+    services: Services, tenants: list[str], *, max_passages: int, deadline: float | None = None
 ) -> int:
     """The local server's share of the deferred embedding: at most `max_passages` passages
     over all `tenants` (one maintenance tick); returns how many were embedded."""
@@ -82,7 +81,11 @@ def embed_pending_tenants(
             break
         try:
             done += embed_pending(
-                lake, tenant, max_passages=max_passages - done, deadline=deadline
+                services.lake,
+                services.search,
+                tenant,
+                max_passages=max_passages - done,
+                deadline=deadline,
             ).passages
         except Exception:  # a background thread: log it, try again on the next tick
             log.exception("embedding pending passages failed for tenant %s", tenant)
@@ -90,7 +93,7 @@ def embed_pending_tenants(
 
 
 def run_maintenance(
-    lake: Lake,
+    services: Services,
     *,
     tenants: list[str] | None = None,
     min_segments: int = 8,
@@ -101,11 +104,14 @@ def run_maintenance(
     """Every tenant: up to `embed_passages` pending passages (stopping at `deadline`, a
     time.monotonic() value), compaction, GC."""
     report = MaintenanceReport()
+    lake = services.lake
     for tenant in tenants if tenants is not None else discover_tenants(lake.store):
         report.tenants += 1
         failed = False
         try:  # an embedding failure (a model that will not load, say) must not stop compaction
-            vec = embed_pending(lake, tenant, max_passages=embed_passages, deadline=deadline)
+            vec = embed_pending(
+                lake, services.search, tenant, max_passages=embed_passages, deadline=deadline
+            )
             report.passages_embedded += vec.passages
             report.passages_pending += vec.left
         except Exception:
@@ -163,5 +169,5 @@ class Maintenance(threading.Thread):
         if gc_due:
             self._last_gc = time.monotonic()
         embed_pending_tenants(  # vectors writes left pending
-            lake, tenants, max_passages=self.services.settings.embed_batch_passages
+            self.services, tenants, max_passages=self.services.settings.embed_batch_passages
         )

@@ -1,23 +1,24 @@
-"""The one place that builds long-lived dependencies (store, lake) from settings.
+"""The one place that builds long-lived dependencies (store, lake, searcher) from settings and
+assembles the features (memlake.features) into them.
 
 Built once per process and reused across requests (and warm Lambda invocations).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from memlake.config import Settings, settings
 from memlake.errors import ConfigurationError
-from memlake.lake import Lake
+from memlake.lake import Lake, Transaction
+from memlake.search.embedding import Searcher
 from memlake.store.base import ObjectStore
 
-#: Features that extend every Lake built here (commit hooks: search indexing) append a
-#: function(lake, settings) at import; build() loads the features, then calls each.
-LAKE_EXTENSIONS: list[Callable[[Lake, Settings], object]] = []
+if TYPE_CHECKING:
+    from memlake.features import Feature
 
 
 def make_store(cfg: Settings) -> ObjectStore:
@@ -36,20 +37,39 @@ def make_store(cfg: Settings) -> ObjectStore:
 class Services:
     settings: Settings
     lake: Lake
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
+    #: the lake's embedder and search caches, shared by searches and (when the search feature
+    #: is installed) the commits that index episodes
+    search: Searcher
+    #: what delete_episode also removes in its transaction (the features' cleanups, in order)
+    on_episode_delete: tuple[Callable[[Transaction, str], None], ...] = ()
 
     @classmethod
-    def build(cls, cfg: Settings, store: ObjectStore | None = None) -> Services:
-        from memlake.features import load_features
+    def build(
+        cls,
+        cfg: Settings,
+        store: ObjectStore | None = None,
+        *,
+        features: Iterable[Feature] | None = None,
+    ) -> Services:
+        """A lake with the tables of `features` (default: memlake.features.FEATURES), their
+        delete cleanups, and each feature's install run once."""
+        from memlake.features import FEATURES, episode_cleanups, table_catalog
 
+        chosen = tuple(FEATURES if features is None else features)
         store = store if store is not None else make_store(cfg)
-        lake = Lake(store, cache_bytes=cfg.cache_bytes, dim=cfg.embed_dim)
-        load_features()
-        for extend in LAKE_EXTENSIONS:
-            extend(lake, cfg)
-        return cls(settings=cfg, lake=lake)
+        lake = Lake(
+            store, tables=table_catalog(chosen), cache_bytes=cfg.cache_bytes, dim=cfg.embed_dim
+        )
+        services = cls(
+            settings=cfg,
+            lake=lake,
+            search=Searcher(cfg, cache_bytes=cfg.cache_bytes),
+            on_episode_delete=episode_cleanups(chosen),
+        )
+        for feature in chosen:
+            if feature.install is not None:
+                feature.install(services)
+        return services
 
 
 @lru_cache(maxsize=1)

@@ -3,8 +3,9 @@
 `memlake import` checks every row with these models before it writes anything, so a file can
 only bring in rows the tools could have written: required fields present, ids in the stored
 (canonical) form, the same length and count limits, enums and time spans as the tool inputs.
-Every table the features register has a model here (a unit test checks that); a table without
-one is refused on import rather than let through unchecked.
+Each table's spec names its model (TableSpec.row_model, attached where the features are listed:
+memlake.features; a unit test checks every table has one); a table without one is refused on
+import rather than let through unchecked.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import (
 from memlake.audit import ACTIONS
 from memlake.errors import InvalidArgument
 from memlake.ids import ID_PATTERN
+from memlake.lake.schema import TableSpec
 from memlake.layers.fields import (
     MAX_DESCRIPTION_CHARS,
     MAX_MODALITIES,
@@ -244,23 +246,6 @@ class AuditRow(StoredRow):
     details: JsonObjectText | None = None
 
 
-ROW_MODELS: dict[str, type[StoredRow]] = {
-    "episodes": EpisodeRow,
-    "episode_chunks": ChunksRow,
-    "threads": ThreadRow,
-    "thread_messages": MessageRow,
-    "concepts": ConceptRow,
-    "concept_links": LinkRow,
-    "relationships": RelationshipRow,
-    "audit": AuditRow,
-}
-
-
-def register_row_model(table: str, model: type[StoredRow]) -> None:
-    """A feature that adds a table adds the model its rows must satisfy on import."""
-    ROW_MODELS[table] = model
-
-
 def _describe(err: Any) -> str:
     loc = ".".join(str(p) for p in err.get("loc", ()))
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
@@ -270,14 +255,15 @@ def _describe(err: Any) -> str:
 
 
 def check_row(
-    table: str, row: dict[str, Any], where: str, *, max_content_bytes: int | None = None
+    spec: TableSpec, row: dict[str, Any], where: str, *, max_content_bytes: int | None = None
 ) -> None:
-    """Raise InvalidArgument naming `where` and the fields when `row` is not a valid stored row."""
-    model = ROW_MODELS.get(table)
+    """Raise InvalidArgument naming `where` and the fields when `row` is not a valid stored row
+    of the table `spec` describes."""
+    table, model = spec.name, spec.row_model
     if model is None:
         raise InvalidArgument(
             f"{where}: table {table} has no row model, so its rows cannot be checked",
-            hint="Register one with memlake.stored_rows.register_row_model.",
+            hint="Give its TableSpec a row_model (memlake.features).",
         )
     limit = max_content_bytes or DEFAULT_MAX_CONTENT_BYTES
     try:

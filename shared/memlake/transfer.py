@@ -25,10 +25,9 @@ import pyarrow as pa
 
 from memlake.episodes import TABLE as EPISODES
 from memlake.errors import InvalidArgument, NotFound
-from memlake.features import load_features
 from memlake.ids import check_id, check_tenant
 from memlake.lake import Lake, Snapshot, Transaction
-from memlake.lake.schema import SYSTEM_FIELDS, TABLES, rows_to_table
+from memlake.lake.schema import SYSTEM_FIELDS, Catalog, rows_to_table
 from memlake.search.indexing import CHUNKS_TABLE
 from memlake.stored_rows import check_row
 from memlake.transfer_json import Progress, from_json, json_safe
@@ -56,7 +55,6 @@ def export_tenant(
 
     Raises NotFound (before writing a byte) when the lake has no data for the tenant."""
     snap = tenant_snapshot(lake, tenant)
-    load_features()
     names = sorted(snap.manifest.tables, key=lambda n: (n != EPISODES, n))
     if not vectors:
         names = [n for n in names if n != CHUNKS_TABLE]
@@ -91,6 +89,7 @@ class ImportReport:
 class _Limits:
     dim: int
     max_content_bytes: int | None
+    tables: Catalog  # the importing lake's
 
 
 def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str, Any]]:
@@ -105,8 +104,8 @@ def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str
     if not isinstance(item, dict) or set(item) != {"table", "row"}:
         raise InvalidArgument(f"{where} needs exactly the keys 'table' and 'row'", hint=hint)
     table, row = item["table"], item["row"]
-    if not isinstance(table, str) or table not in TABLES:
-        known = ", ".join(sorted(TABLES))
+    if not isinstance(table, str) or table not in limits.tables:
+        known = ", ".join(sorted(limits.tables))
         raise InvalidArgument(f"{where}: unknown table {str(table)[:60]!r}", hint=f"Known: {known}")
     if not isinstance(row, dict):
         raise InvalidArgument(f"{where}: row must be an object", hint=hint)
@@ -114,7 +113,7 @@ def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str
         check_id(row.get("id"), field=f"{where}: row.id")
     except InvalidArgument as e:
         raise InvalidArgument(e.message, hint=e.hint) from None
-    schema = TABLES[table].schema(limits.dim)
+    schema = limits.tables[table].schema(limits.dim)
     unknown = sorted(k for k in row if k not in schema.names or k in SYSTEM_COLUMNS)
     if unknown:
         raise InvalidArgument(
@@ -126,7 +125,7 @@ def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str
         converted = {k: from_json(v, fields[k], f"{where}: {k}") for k, v in row.items()}
     except ValueError as e:
         raise InvalidArgument(str(e), hint=hint) from None
-    check_row(table, converted, where, max_content_bytes=limits.max_content_bytes)
+    check_row(limits.tables[table], converted, where, max_content_bytes=limits.max_content_bytes)
     return table, converted
 
 
@@ -134,9 +133,9 @@ _Item = tuple[int, str, dict[str, Any]]  # (line number, table, row)
 _ARROW_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 
 
-def _normalise(table: str, items: list[_Item], dim: int) -> list[dict[str, Any]]:
+def _normalise(table: str, items: list[_Item], lake: Lake) -> list[dict[str, Any]]:
     """Rows as pyarrow reads them back (so they compare equal to stored rows)."""
-    schema = TABLES[table].schema(dim)
+    schema = lake.schema(table)
     try:
         arrow = rows_to_table([row for _, _, row in items], schema)
     except _ARROW_ERRORS:
@@ -183,13 +182,13 @@ def _batches(
         yield batch
 
 
-def _normalised(batch: list[_Item], dim: int) -> list[tuple[str, dict[str, Any]]]:
+def _normalised(batch: list[_Item], lake: Lake) -> list[tuple[str, dict[str, Any]]]:
     by_table: dict[str, list[_Item]] = {}
     for item in batch:
         by_table.setdefault(item[1], []).append(item)
     out: list[tuple[str, dict[str, Any]]] = []
     for table, items in by_table.items():
-        out.extend((table, r) for r in _normalise(table, items, dim))
+        out.extend((table, r) for r in _normalise(table, items, lake))
     return out
 
 
@@ -197,8 +196,8 @@ class _Vectors:
     """Pairs each episode with its episode_chunks row (found by byte offset in pass 1), so both
     commit together and the search hook reuses the vectors instead of embedding again."""
 
-    def __init__(self, path: Path, at: dict[str, int], limits: _Limits) -> None:
-        self.path, self.at, self.limits = path, at, limits
+    def __init__(self, lake: Lake, path: Path, at: dict[str, int], limits: _Limits) -> None:
+        self.lake, self.path, self.at, self.limits = lake, path, at, limits
         self.sent: set[str] = set()
 
     def pair(self, rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
@@ -212,7 +211,7 @@ class _Vectors:
                 if offset is not None and row["id"] not in self.sent:
                     fh.seek(offset)
                     item = (0, *_parse_line(fh.readline(), 0, self.limits))
-                    extra.extend(_normalised([item], self.limits.dim))
+                    extra.extend(_normalised([item], self.lake))
                     self.sent.add(row["id"])
         return out + extra
 
@@ -229,18 +228,17 @@ def import_tenant(
     check_tenant(tenant)
     if not 1 <= batch_size <= 10_000:
         raise InvalidArgument("batch size must be 1-10000")
-    load_features()
-    limits = _Limits(lake.dim, max_content_bytes)
+    limits = _Limits(lake.dim, max_content_bytes, lake.tables)
     total = 0
     vectors_at: dict[str, int] = {}
     for batch in _batches(path, limits, batch_size, vectors_at):  # pass 1: check everything
-        _normalised(batch, lake.dim)
+        _normalised(batch, lake)
         total += len(batch)
     report = ImportReport(rows=total)
-    vectors = _Vectors(path, vectors_at, limits)
+    vectors = _Vectors(lake, path, vectors_at, limits)
     bar = Progress(f"import {tenant}", total)
     for batch in _batches(path, limits, batch_size):  # pass 2: commit
-        rows = vectors.pair(_normalised(batch, lake.dim))
+        rows = vectors.pair(_normalised(batch, lake))
 
         def change(txn: Transaction, rows: list[tuple[str, dict[str, Any]]] = rows) -> int:
             written = 0

@@ -23,15 +23,15 @@ from pathlib import Path
 import httpx
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
 from memlake.server import Maintenance, build_app
-from memlake.services import Services
 from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
 from memlake.tools import add_episode, get_episode
-from memlake.tools.base import Principal, ToolContext
+from tests.wiring import bare_lake, services_for
 
 WORDS = [
     "the",
@@ -80,8 +80,8 @@ def bench_size(n: int, ops: int) -> dict[str, object]:
     root = Path(tempfile.mkdtemp(prefix=f"memlake-bench-{n}-"))
     store = CountingStore(LocalStore(root))
     settings = Settings(data_dir=root)
-    services = Services(settings=settings, lake=Lake(store))
-    ctx = ToolContext(Principal("bench"), services.lake, settings)
+    services = services_for(bare_lake(store), settings)
+    ctx = ToolContext(Principal("bench"), services)
     ids = fill(services.lake, "bench", n)
     maintenance = Maintenance(services)
 

@@ -33,12 +33,12 @@ from typing import Any
 import httpx
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
 from memlake.mcp.auth import DEFAULT_TENANT
 from memlake.server import build_app
-from memlake.services import Services
 from memlake.store.local import LocalStore
 from memlake.timeutil import now
 from memlake.tools import (
@@ -47,7 +47,7 @@ from memlake.tools import (
     get_dependency_graph,
     get_episode_relationships,
 )
-from memlake.tools.base import Principal, ToolContext
+from tests.wiring import bare_lake, services_for
 
 TENANT = DEFAULT_TENANT  # what the HTTP server uses without API keys
 LOOSE_TYPES = ["part_of", "related_to", "contradicts", "refines"]
@@ -113,10 +113,10 @@ def fill(lake: Lake, n_edges: int) -> list[str]:
 
 def bench_size(n_edges: int, ops: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"memlake-graph-bench-{n_edges}-"))
-    episodes = fill(Lake(LocalStore(root)), n_edges)
+    episodes = fill(bare_lake(LocalStore(root)), n_edges)
     settings = Settings(data_dir=root)
-    services = Services(settings=settings, lake=Lake(LocalStore(root)))  # a new process
-    ctx = ToolContext(Principal(TENANT, "bench"), services.lake, settings)
+    services = services_for(bare_lake(LocalStore(root)), settings)  # a new process
+    ctx = ToolContext(Principal(TENANT, "bench"), services)
 
     def get_rels(episode_id: str) -> Any:
         args = get_episode_relationships.GetEpisodeRelationshipsInput(episode_id=episode_id)

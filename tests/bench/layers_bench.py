@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
@@ -42,8 +43,8 @@ from memlake.layers.tables import (
     message_id,
 )
 from memlake.store.local import LocalStore
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
+from tests.wiring import bare_lake, tool_context
 
 TENANT = "bench"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -146,12 +147,12 @@ def fill(lake: Lake, n: int) -> dict[str, list[str]]:
 
 def bench_size(n: int, ops: int) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"memlake-layers-{n}-"))
-    lake = Lake(LocalStore(root))
+    lake = bare_lake(LocalStore(root))
     started = time.perf_counter()
     ids = fill(lake, n)
     fill_s = time.perf_counter() - started
     os.sync()  # flush the fill's dirty pages so they do not slow the timed commits' fsyncs
-    ctx = ToolContext(Principal(TENANT, "bench"), lake, Settings())
+    ctx = tool_context(Principal(TENANT, "bench"), lake, Settings())
     rng = random.Random(7)
 
     def call(tool: str, **args: Any) -> Any:

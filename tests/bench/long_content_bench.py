@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.services import Services
 from memlake.tools import add_episode
-from memlake.tools.base import Principal, ToolContext
 
 SENTENCES = [
     "We reviewed the deployment pipeline and found that the cache key changed after the upgrade.",
@@ -68,15 +68,14 @@ def content(limit: int, seed: int) -> str:
 
 def one_run(seed: int) -> dict[str, Any]:
     from memlake.embed import make_embedder
-    from memlake.search import indexing
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp))
         services = Services.build(settings)
-        svc = indexing.service_for(services.lake, settings)
+        svc = services.search
         counting = Counting(make_embedder("minilm"))
         svc._embedder = counting  # type: ignore[assignment]
-        ctx = ToolContext(Principal("bench"), services.lake, settings)
+        ctx = ToolContext(Principal("bench"), services)
         spec = add_episode.SPEC
         spec.run(ctx, spec.input_model(content="warm-up: the model loads here"))
         counting.passages = 0

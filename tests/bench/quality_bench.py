@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from memlake.config import Settings  # noqa: E402
+from memlake.context import Principal, ToolContext  # noqa: E402
 from memlake.lake import Transaction  # noqa: E402
 from memlake.search import indexing, text  # noqa: E402
 from memlake.search.query import SearchParams, search  # noqa: E402
 from memlake.services import Services  # noqa: E402
-from memlake.tools.base import Principal, ToolContext  # noqa: E402
 from tests.bench.sessions import Conversation, corpus  # noqa: E402
 
 MODES: dict[str, SearchParams] = {
@@ -45,7 +45,7 @@ def build(convs: list[Conversation], root: Path | None = None) -> tuple[ToolCont
     root = root or Path(tempfile.mkdtemp(prefix="memlake-quality-"))
     settings = Settings(data_dir=root)
     services = Services.build(settings)
-    ctx = ToolContext(Principal("quality"), services.lake, settings)
+    ctx = ToolContext(Principal("quality"), services)
     from memlake.ids import new_id
 
     ids: list[str] = []
@@ -83,7 +83,14 @@ def evaluate(
         at += len(conv.sessions)
         for q in conv.questions:
             hits = search(
-                ctx, query=q.text, limit=10, context=conv.name, recency=False, params=params
+                ctx.lake,
+                ctx.services.search,
+                ctx.tenant,
+                query=q.text,
+                limit=10,
+                context=conv.name,
+                recency=False,
+                params=params,
             )
             got = [h.id for h in hits]
             rel = {conv_ids[i] for i in q.relevant}

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import memlake
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.mcp.dispatch import call_tool
 from memlake.services import Services
 from memlake.store.local import LocalStore
-from memlake.tools.base import Principal, ToolContext
 
 print("memlake from", memlake.__file__)
 
 root = Path(tempfile.mkdtemp())
 svc = Services.build(Settings(data_dir=root), LocalStore(root))
-ctx = ToolContext(Principal("t"), svc.lake, svc.settings, services=svc)
+ctx = ToolContext(Principal("t"), svc)
 
 
 def call(tool, args):

@@ -11,7 +11,7 @@ with MiniLM and each episode gets one of them plus Gaussian noise (sigma 0.02 pe
 re-normalised; --chunks N gives every episode N such vectors (real sessions have 5-10).
 Queries: 200 texts of 3-6 words from the same vocabulary; their MiniLM vectors are computed once.
 
-Per size it reports: warm search p50/p95 through hybrid_search (query embedding included), the
+Per size it reports: warm search p50/p95 through search (query embedding included), the
 same with the query vector given ("exact hybrid"), cold search (a fresh Lake and caches on the
 same store, so manifest + shards are fetched) with its shard bytes and requests, add_episode
 p50 with embedding (a 175-word synthetic episode, ~500 word pieces: 9 chunks of 64 tokens) and
@@ -38,17 +38,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from memlake.config import Settings  # noqa: E402
+from memlake.context import Principal  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.ids import new_id  # noqa: E402
 from memlake.lake import Lake, Transaction  # noqa: E402
 from memlake.lake.compaction import compact  # noqa: E402
-from memlake.search import indexing  # noqa: E402
-from memlake.search.indexing import Embedded, install  # noqa: E402
-from memlake.search.query import SearchParams, hybrid_search, search  # noqa: E402
+from memlake.search import embedding  # noqa: E402
+from memlake.search.indexing import Embedded  # noqa: E402
+from memlake.search.query import SearchParams, search  # noqa: E402
 from memlake.store.counting import CountingStore  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.tools import add_episode  # noqa: E402
-from memlake.tools.base import Principal, ToolContext  # noqa: E402
+from tests.wiring import bare_lake, indexed_context  # noqa: E402
 
 TENANT = "bench"
 rng = np.random.default_rng(11)
@@ -119,26 +120,28 @@ def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> d
     root = Path(tempfile.mkdtemp(prefix=f"memlake-search-{n}-"))
     settings = Settings(data_dir=root)
     store = CountingStore(LocalStore(root))
-    lake = Lake(store)
-    svc = install(lake, settings, embedder=embedder)
-    indexing.EMBED_CACHE = n + 1000
+    lake = bare_lake(store)
+    embedding.EMBED_CACHE = n + 1000
+    ctx = indexed_context(Principal(TENANT), lake, settings, embedder)
+    svc = ctx.services.search
     fill(lake, svc, corpus)
-    ctx = ToolContext(Principal(TENANT), lake, settings)
     out: dict[str, Any] = {"episodes": n, "vectors/ep": chunks}
     shards = lake.snapshot(TENANT).extra["search"]["shards"]
     out["shards"] = len(shards)
 
     qs = list(range(queries))
     for i in qs[:20]:  # warm the caches (shards, snapshot index, faiss)
-        hybrid_search(ctx, query=corpus.queries[i], limit=10)
+        search(ctx.lake, ctx.services.search, TENANT, query=corpus.queries[i], limit=10)
     warm, exact = [], []
     for i in qs:
         t0 = time.perf_counter()
-        hybrid_search(ctx, query=corpus.queries[i % 200], limit=10)
+        search(ctx.lake, ctx.services.search, TENANT, query=corpus.queries[i % 200], limit=10)
         warm.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         search(
-            ctx,
+            lake,
+            svc,
+            TENANT,
             query=corpus.queries[i % 200],
             limit=10,
             recency=False,
@@ -150,17 +153,17 @@ def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> d
     out["warm_p95_ms"] = round(pct(warm, 95), 1)
     out["exact_qvec_p50_ms"] = round(statistics.median(exact), 2)
     store.reset()
-    hybrid_search(ctx, query=corpus.queries[0], limit=10)
+    search(ctx.lake, ctx.services.search, TENANT, query=corpus.queries[0], limit=10)
     out["warm_requests"] = sum(store.counts.values())
 
     cold, cold_bytes, cold_requests = [], [], []
     for i in range(5):
         cstore = CountingStore(LocalStore(root))
-        clake = Lake(cstore)
-        csvc = install(clake, settings, embedder=embedder)
-        cctx = ToolContext(Principal(TENANT), clake, settings)
+        clake = bare_lake(cstore)
+        cctx = indexed_context(Principal(TENANT), clake, settings, embedder)
+        csvc = cctx.services.search
         t0 = time.perf_counter()
-        hybrid_search(cctx, query=corpus.queries[i], limit=10)
+        search(cctx.lake, cctx.services.search, TENANT, query=corpus.queries[i], limit=10)
         cold.append((time.perf_counter() - t0) * 1000)
         cold_bytes.append(csvc.shards.last.bytes)
         cold_requests.append(sum(cstore.counts.values()))

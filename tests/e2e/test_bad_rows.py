@@ -117,11 +117,11 @@ def test_bad_rows_are_skipped_not_fatal(where: str, request: pytest.FixtureReque
 
 def test_a_paged_listing_over_bad_rows_reaches_every_good_episode(tmp_path: Path) -> None:
     """Rows without a time sort last; a page boundary on them must not end the listing."""
-    from memlake.tools.base import Principal, ToolContext
+    from memlake.context import Principal, ToolContext
     from memlake.tools.registry import get_tool
 
     services = Services.build(Settings(store="local", data_dir=tmp_path), LocalStore(tmp_path))
-    ctx = ToolContext(Principal("default"), services.lake, services.settings, services=services)
+    ctx = ToolContext(Principal("default"), services)
 
     def tool(name: str, **args: Any) -> dict[str, Any]:
         spec = get_tool(name)

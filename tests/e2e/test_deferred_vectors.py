@@ -119,7 +119,7 @@ def test_long_content_on_s3(s3_services: Services) -> None:
         hit = _hit(found, episode_id)
         assert hit is None or hit["vector_score"] < 0.1  # its embedded passages miss the query
         # WHEN the scheduled maintenance runs (what functions/maintenance/app.py calls)
-        report = run_maintenance(s3_services.lake)
+        report = run_maintenance(s3_services)
         assert report.failed == [] and report.passages_embedded == added["vectors_pending"]
         assert report.passages_pending == 0
         _check_done(*run(_read(url, episode_id)))

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from memlake.lake import Lake
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 1, 15, 9, 30, tzinfo=UTC)
@@ -92,7 +92,7 @@ def test_maintenance_of_a_missing_lake_creates_nothing(tmp_path: Path, command: 
 
 @pytest.mark.parametrize("command", ["compact", "gc", "export"])
 def test_unknown_tenant(tmp_path: Path, command: str) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     lake.commit("team", lambda txn: txn.put("episodes", _episode(0)))
     proc = memlake(command, "--tenant", "nobody", "--data", str(tmp_path))
     assert_one_line_error(proc, 1, "tenant nobody has no data in this lake")
@@ -110,7 +110,7 @@ def _age(root: Path, seconds: float) -> None:
 
 def test_compact_and_gc_print_a_summary_and_json(tmp_path: Path) -> None:
     # GIVEN a tenant with five one-row segments and one update (a row the merge drops)
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     for i in range(5):
         lake.commit("team", lambda txn, i=i: txn.put("episodes", _episode(i)))
     lake.commit("team", lambda txn: txn.put("episodes", {**_episode(0), "content": "v2"}))

@@ -13,13 +13,14 @@ from collections import Counter
 from pathlib import Path
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.lake import Lake
 from memlake.lake.engine import RetryPolicy
 from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from memlake.tools import add_episode
-from memlake.tools.base import Principal, ToolContext
+from tests.wiring import bare_lake, tool_context
 
 from .conftest import s3_client
 
@@ -34,8 +35,8 @@ def hammer(make_store) -> tuple[list[str], Lake]:  # type: ignore[no-untyped-def
     barrier = threading.Barrier(WRITERS)
 
     def writer(n: int) -> None:
-        lake = Lake(make_store(), retry=RetryPolicy(attempts=200, max_delay=0.2))
-        ctx = ToolContext(Principal("race"), lake, settings)
+        lake = bare_lake(make_store(), retry=RetryPolicy(attempts=200, max_delay=0.2))
+        ctx = tool_context(Principal("race"), lake, settings)
         barrier.wait()
         for i in range(CALLS):
             try:
@@ -51,7 +52,7 @@ def hammer(make_store) -> tuple[list[str], Lake]:  # type: ignore[no-untyped-def
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert errors == []
-    return acknowledged, Lake(make_store())
+    return acknowledged, bare_lake(make_store())
 
 
 def check(acknowledged: list[str], reader: Lake) -> None:

@@ -14,11 +14,11 @@ import pytest
 from moto import mock_aws
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.cursors import KEY_OBJECT
 from memlake.errors import InvalidArgument
 from memlake.services import Services
 from memlake.store.s3 import S3Store
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
 
 from .lambda_helpers import (
@@ -51,7 +51,7 @@ def instance(client: Any, key: str = "") -> ToolContext:
     """One Lambda instance: its own Services (store, lake, caches) on the shared bucket."""
     settings = Settings(store="s3", bucket=BUCKET, cursor_key=key)
     services = Services.build(settings, S3Store(BUCKET, client=client))
-    return ToolContext(Principal("acme"), services.lake, settings)
+    return ToolContext(Principal("acme"), services)
 
 
 def tool(ctx: ToolContext, tool_name: str, **args: Any) -> dict[str, Any]:

@@ -20,14 +20,15 @@ import numpy as np
 import pytest
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.lake import Lake, Transaction
 from memlake.search import indexing
 from memlake.search.backfill import embed_pending, pending_map
 from memlake.search.passages import plan
-from memlake.search.query import hybrid_search
+from memlake.search.query import search
 from memlake.store.local import LocalStore
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
+from tests.wiring import bare_lake, indexed_context
 
 from .lambda_helpers import (
     FakeContext,
@@ -86,9 +87,8 @@ class Node:
 
     def __init__(self, root: Path, embedder: CountingEmbedder, **settings: Any) -> None:
         cfg = Settings(data_dir=root, embed_sync_passages=SYNC, **settings)
-        self.lake = Lake(LocalStore(root), dim=embedder.dim)
-        indexing.install(self.lake, cfg, embedder=embedder)
-        self.ctx = ToolContext(Principal(T), self.lake, cfg)
+        self.lake = bare_lake(LocalStore(root), dim=embedder.dim)
+        self.ctx = indexed_context(Principal(T), self.lake, cfg, embedder)
         self.emb, self.root = embedder, root
 
     def call(self, tool: str, **args: Any) -> dict[str, Any]:
@@ -98,7 +98,7 @@ class Node:
 
     def search(self, query: str) -> dict[str, dict[str, Any]]:
         """id -> score breakdown of every hit (each episode at most once)."""
-        hits = hybrid_search(self.ctx, query=query, limit=50, recency=False)
+        hits = search(self.lake, self.ctx.services.search, T, query=query, limit=50, recency=False)
         assert len({h.id for h in hits}) == len(hits), "an episode was indexed twice"
         return {h.id: h.breakdown for h in hits}
 
@@ -151,10 +151,10 @@ def test_search_finds_a_pending_episode_by_bm25_then_by_vector_after_the_pass(
     assert before["vector_score"] < 0.5  # the embedded passages are filler
     # WHEN the deferred pass runs (bounded per run: two runs of 8 passages, then the rest)
     calls = node.emb.passages
-    first = embed_pending(node.lake, T, max_passages=8, batch=8)
+    first = embed_pending(node.lake, node.ctx.services.search, T, max_passages=8, batch=8)
     assert (first.passages, node.emb.passages - calls) == (8, 8)
     assert node.call("get_episode", id=long_id)["vectors_pending"] == first.left > 0
-    rest = embed_pending(node.lake, T, max_passages=1_000, batch=8)
+    rest = embed_pending(node.lake, node.ctx.services.search, T, max_passages=1_000, batch=8)
     # THEN nothing is pending and the tail is found by meaning
     assert rest.left == 0 and node.pending() == {}
     assert node.call("get_episode", id=long_id).get("vectors_pending", 0) == 0
@@ -165,7 +165,7 @@ def test_search_finds_a_pending_episode_by_bm25_then_by_vector_after_the_pass(
     assert fresh.search(TAIL)[long_id]["vector_score"] > 0.9
     # the pass is idempotent: nothing left, nothing committed
     version = node.lake.snapshot(T).version
-    assert embed_pending(node.lake, T, max_passages=1_000).commits == 0
+    assert embed_pending(node.lake, node.ctx.services.search, T, max_passages=1_000).commits == 0
     assert node.lake.snapshot(T).version == version
 
 
@@ -181,7 +181,7 @@ def test_a_delete_before_the_pass_is_not_undone(node: Node) -> None:
     episode_id = node.call("add_episode", content=long_content())["id"]
     node.call("delete_episode", id=episode_id)
     calls = node.emb.passages
-    report = embed_pending(node.lake, T, max_passages=1_000)
+    report = embed_pending(node.lake, node.ctx.services.search, T, max_passages=1_000)
     assert report.commits == 0 and node.emb.passages == calls  # nothing to do, nothing embedded
     _gone(node, episode_id)
 
@@ -193,7 +193,9 @@ def test_a_delete_while_the_pass_embeds_is_not_undone(tmp_path: Path) -> None:
     maintainer = Node(tmp_path, CountingEmbedder())
     maintainer.emb.during_embed = lambda: writer.call("delete_episode", id=episode_id)
     # WHEN the pass commits the vectors it computed
-    report = embed_pending(maintainer.lake, T, max_passages=1_000, batch=8)
+    report = embed_pending(
+        maintainer.lake, maintainer.ctx.services.search, T, max_passages=1_000, batch=8
+    )
     # THEN its conditional commit saw the delete: the episode stays deleted everywhere
     assert maintainer.emb.calls and report.passages == 0
     _gone(maintainer, episode_id)
@@ -209,13 +211,13 @@ def test_the_pass_skips_text_rewritten_under_it(tmp_path: Path) -> None:
     maintainer.emb.during_embed = lambda: writer.call(
         "upsert_episode", id=episode_id, events=new_text
     )
-    embed_pending(maintainer.lake, T, max_passages=8, batch=8)
+    embed_pending(maintainer.lake, maintainer.ctx.services.search, T, max_passages=8, batch=8)
     # the rewrite's own (bounded) vectors stand; the pass did not put the old text's back
     chunks = maintainer.chunks(episode_id)
     assert chunks is not None and len(chunks["vectors"]) == SYNC
     assert maintainer.pending() == {episode_id: passages_of(writer, new_text) - SYNC}
     # and the next run completes the new text
-    embed_pending(maintainer.lake, T, max_passages=1_000)
+    embed_pending(maintainer.lake, maintainer.ctx.services.search, T, max_passages=1_000)
     hits = maintainer.search(new_tail)
     assert hits[episode_id]["vector_score"] > 0.9
     assert TAIL not in maintainer.call("get_episode", id=episode_id)["content"]
@@ -247,10 +249,10 @@ def test_the_pass_commits_next_to_concurrent_writers(tmp_path: Path) -> None:
 
     maintainer.emb.during_embed = start_writers
     # WHEN the pass runs while they write
-    embed_pending(maintainer.lake, T, max_passages=10_000, batch=4)
+    embed_pending(maintainer.lake, maintainer.ctx.services.search, T, max_passages=10_000, batch=4)
     for t in threads:
         t.join()
-    embed_pending(maintainer.lake, T, max_passages=10_000, batch=4)
+    embed_pending(maintainer.lake, maintainer.ctx.services.search, T, max_passages=10_000, batch=4)
     # THEN every acknowledged write is there once, and the long ones are fully embedded
     assert not errors
     assert maintainer.keyword_hits("kiwi") == set(added) and len(added) == 12
@@ -281,7 +283,7 @@ def test_every_write_path_is_bounded(node: Node) -> None:
     node.lake.commit(T, change)
     assert node.emb.passages == 2 * SYNC  # 5 long episodes, one budget
     assert {row["id"] for row in rows} <= set(node.pending())
-    embed_pending(node.lake, T, max_passages=10_000)
+    embed_pending(node.lake, node.ctx.services.search, T, max_passages=10_000)
     assert node.pending() == {}
     for i, row in enumerate(rows):
         assert node.search(f"x{i} lighthouse")[row["id"]]["vector_score"] > 0.5
@@ -322,7 +324,7 @@ def test_an_import_embeds_within_the_budget_and_takes_the_exported_vectors(
     source = Node(tmp_path / "a", CountingEmbedder())
     tails = [f"{TAIL} y{i}" for i in range(3)]
     ids = [source.call("add_episode", content=long_content(tail=t))["id"] for t in tails]
-    embed_pending(source.lake, T, max_passages=10_000)
+    embed_pending(source.lake, source.ctx.services.search, T, max_passages=10_000)
     dump = tmp_path / "dump.jsonl"
     with dump.open("wb") as out:
         export_tenant(source.lake, T, out, progress=False)
@@ -355,7 +357,7 @@ def test_an_export_with_pending_vectors_imports_and_stays_pending(tmp_path: Path
     # THEN the same passages are pending there, and the deferred pass finishes them
     assert target.pending() == {added["id"]: left}
     assert target.call("get_episode", id=added["id"])["vectors_pending"] == left
-    embed_pending(target.lake, T, max_passages=10_000)
+    embed_pending(target.lake, target.ctx.services.search, T, max_passages=10_000)
     assert target.call("get_episode", id=added["id"]).get("vectors_pending", 0) == 0
     assert target.search(TAIL)[added["id"]]["vector_score"] > 0.9
 
@@ -377,7 +379,7 @@ def test_an_episode_that_cannot_be_embedded_does_not_block_the_others(
 
     monkeypatch.setattr(backfill, "_step", step)
     # WHEN the pass runs
-    embed_pending(node.lake, T, max_passages=10_000)
+    embed_pending(node.lake, node.ctx.services.search, T, max_passages=10_000)
     # THEN the other one is done, and the broken one is still pending for a later run
     assert set(node.pending()) == {first}
     assert node.call("get_episode", id=second).get("vectors_pending", 0) == 0

@@ -23,6 +23,7 @@ from typing import Any
 import networkx as nx
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.errors import AlreadyExists, Conflict
 from memlake.lake import Lake
 from memlake.lake.engine import RetryPolicy
@@ -32,7 +33,7 @@ from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from memlake.tools import add_episode, add_episode_relationship
-from memlake.tools.base import Principal, ToolContext
+from tests.wiring import bare_lake, tool_context
 
 from .conftest import s3_client
 
@@ -56,7 +57,7 @@ class RaceCountingStore(CountingStore):
 
 
 def context(lake: Lake, writer: int) -> ToolContext:
-    return ToolContext(Principal(TENANT, f"writer-{writer}"), lake, Settings())
+    return tool_context(Principal(TENANT, f"writer-{writer}"), lake, Settings())
 
 
 def race(lakes: list[Lake], jobs: list[dict[str, Any]]) -> list[BaseException | str]:
@@ -131,18 +132,18 @@ def run_races(lakes: list[Lake], reader: Callable[[], Lake]) -> None:
 
 def separate_lakes(make_store: Callable[[], ObjectStore]) -> list[Lake]:
     retry = RetryPolicy(attempts=200, max_delay=0.2)
-    return [Lake(RaceCountingStore(make_store()), retry=retry) for _ in range(WRITERS)]
+    return [bare_lake(RaceCountingStore(make_store()), retry=retry) for _ in range(WRITERS)]
 
 
 def test_local_store_separate_writers(tmp_path: Path) -> None:
     RaceCountingStore.lost = 0
-    run_races(separate_lakes(lambda: LocalStore(tmp_path)), lambda: Lake(LocalStore(tmp_path)))
+    run_races(separate_lakes(lambda: LocalStore(tmp_path)), lambda: bare_lake(LocalStore(tmp_path)))
     assert RaceCountingStore.lost > 0  # writers did lose races and re-validated
 
 
 def test_local_store_one_lake_group_commit(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
-    run_races([lake], lambda: Lake(LocalStore(tmp_path)))
+    lake = bare_lake(LocalStore(tmp_path))
+    run_races([lake], lambda: bare_lake(LocalStore(tmp_path)))
 
 
 def test_moto_server_separate_writers(moto_endpoint: str) -> None:
@@ -152,5 +153,5 @@ def test_moto_server_separate_writers(moto_endpoint: str) -> None:
         return S3Store("graph-race", client=s3_client(moto_endpoint))
 
     RaceCountingStore.lost = 0
-    run_races(separate_lakes(make_store), lambda: Lake(make_store()))
+    run_races(separate_lakes(make_store), lambda: bare_lake(make_store()))
     assert RaceCountingStore.lost > 0

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.errors import Conflict
 from memlake.lake import Lake
 from memlake.lake.engine import RetryPolicy
@@ -24,7 +25,7 @@ from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from memlake.tools import add_episode, add_thread
-from memlake.tools.base import Principal, ToolContext
+from tests.wiring import bare_lake, tool_context
 
 from .conftest import s3_client
 
@@ -37,7 +38,7 @@ def race(lakes: list[Lake], calls: list[Callable[[ToolContext], Any]]) -> list[A
     barrier = threading.Barrier(len(calls))
 
     def go(i: int) -> None:
-        ctx = ToolContext(Principal("race"), lakes[i], Settings())
+        ctx = tool_context(Principal("race"), lakes[i], Settings())
         barrier.wait()
         try:
             out[i] = calls[i](ctx).model_dump(mode="json")
@@ -89,11 +90,11 @@ def fast_retry() -> RetryPolicy:
 
 
 def test_racing_retries_on_the_local_store(tmp_path: Path) -> None:
-    check_races(lambda: Lake(LocalStore(tmp_path), retry=fast_retry()))
+    check_races(lambda: bare_lake(LocalStore(tmp_path), retry=fast_retry()))
 
 
 def test_racing_retries_in_one_lake_group_commit(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path), retry=fast_retry())
+    lake = bare_lake(LocalStore(tmp_path), retry=fast_retry())
     check_races(lambda: lake)
 
 
@@ -104,4 +105,4 @@ def test_racing_retries_on_moto_server(moto_endpoint: str) -> None:
     def make_store() -> ObjectStore:
         return S3Store("idem-race", client=s3_client(moto_endpoint))
 
-    check_races(lambda: Lake(make_store(), retry=fast_retry()))
+    check_races(lambda: bare_lake(make_store(), retry=fast_retry()))

@@ -11,6 +11,7 @@ import duckdb
 from memlake.lake import Lake
 from memlake.lake.compaction import compact
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
 
 ROOT = Path(__file__).resolve().parents[2]
 DUCKDB_SQL = (ROOT / "infra/duckdb/episodes_latest.sql").read_text()
@@ -32,7 +33,7 @@ def _put(lake: Lake, rid: str, content: str) -> None:
 
 
 def test_duckdb_sees_what_the_lake_sees(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     for i in range(6):
         _put(lake, f"e{i}", f"v1 of {i}")
     _put(lake, "e1", "v2 of 1")  # an update

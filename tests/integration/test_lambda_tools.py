@@ -10,6 +10,7 @@ import pytest
 
 from memlake.maintenance import discover_tenants, run_maintenance
 from memlake.services import default_services
+from tests.wiring import bare_lake, services_for
 
 from .lambda_helpers import (
     BUCKET,
@@ -116,13 +117,12 @@ def test_maintenance_covers_every_tenant(s3: Any) -> None:
 
 
 def test_discover_tenants_on_a_local_lake(tmp_path: Any) -> None:
-    from memlake.lake import Lake
     from memlake.store.local import LocalStore
 
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     lake.commit("zeta", lambda txn: txn.put("episodes", {"id": "e1", "content": "z"}))
     lake.commit("alpha", lambda txn: txn.put("episodes", {"id": "e1", "content": "a"}))
     (tmp_path / "tenants" / "Not_Valid!").mkdir()
     (tmp_path / "tenants" / "Not_Valid!" / "x").write_text("stray")
     assert discover_tenants(lake.store) == ["alpha", "zeta"]
-    assert run_maintenance(lake).tenants == 2
+    assert run_maintenance(services_for(lake)).tenants == 2

@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.errors import Conflict, NotFound
-from memlake.lake import Lake
 from memlake.lake.engine import RetryPolicy
 from memlake.layers.tables import LINKS
 from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
+from tests.wiring import bare_lake, tool_context
 
 from .conftest import s3_client
 
@@ -39,8 +39,8 @@ TENANT = "layers"
 
 class Agent:
     def __init__(self, store: ObjectStore, name: str) -> None:
-        lake = Lake(store, retry=RetryPolicy(attempts=200, max_delay=0.2))
-        self.ctx = ToolContext(Principal(TENANT, name), lake, Settings())
+        lake = bare_lake(store, retry=RetryPolicy(attempts=200, max_delay=0.2))
+        self.ctx = tool_context(Principal(TENANT, name), lake, Settings())
 
     def call(self, tool: str, **args: Any) -> dict[str, Any]:
         spec = get_tool(tool)

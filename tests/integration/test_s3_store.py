@@ -8,9 +8,10 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from memlake.lake import Lake, Transaction
+from memlake.lake import Transaction
 from memlake.store.base import ObjectNotFound, PreconditionFailed
 from memlake.store.s3 import S3Store
+from tests.wiring import bare_lake
 
 from .conftest import s3_client
 
@@ -52,7 +53,7 @@ def test_409_conditional_request_conflict_counts_as_a_lost_race() -> None:
 
 def test_lake_on_s3_retries_a_lost_manifest_race(bucket) -> None:  # type: ignore[no-untyped-def]
     store = S3Store("lake-bucket", client=bucket)
-    writer_a, writer_b = Lake(store), Lake(store)
+    writer_a, writer_b = bare_lake(store), bare_lake(store)
 
     def put(row_id: str):  # type: ignore[no-untyped-def]
         def change(txn: Transaction) -> None:
@@ -64,6 +65,6 @@ def test_lake_on_s3_retries_a_lost_manifest_race(bucket) -> None:  # type: ignor
     writer_b.snapshot("t")
     writer_a.commit("t", put("b"))  # b's cached version 1 is now stale
     writer_b.commit("t", put("c"))  # first conditional PUT of v2 gets 412, then retries on v3
-    fresh = Lake(S3Store("lake-bucket", client=bucket)).snapshot("t")
+    fresh = bare_lake(S3Store("lake-bucket", client=bucket)).snapshot("t")
     assert fresh.version == 3
     assert sorted(fresh.table("episodes").ids()) == ["a", "b", "c"]

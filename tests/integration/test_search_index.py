@@ -18,16 +18,16 @@ import pyarrow as pa
 import pytest
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.errors import ConfigurationError
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
-from memlake.search import indexing
 from memlake.search import shards as layout
-from memlake.search.query import hybrid_search
+from memlake.search.query import search
 from memlake.search.shards import SearchState
 from memlake.store.local import LocalStore
 from memlake.tools import delete_episode
-from memlake.tools.base import Principal, ToolContext
+from tests.wiring import bare_lake, indexed_context, tool_context
 
 T = "acme"
 
@@ -61,9 +61,8 @@ def small_layout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make(root: Path, embedder: Any) -> tuple[Lake, ToolContext]:
     settings = Settings(data_dir=root)
-    lake = Lake(LocalStore(root), dim=embedder.dim)
-    indexing.install(lake, settings, embedder=embedder)
-    return lake, ToolContext(Principal(T), lake, settings)
+    lake = bare_lake(LocalStore(root), dim=embedder.dim)
+    return lake, indexed_context(Principal(T), lake, settings, embedder)
 
 
 def put(lake: Lake, content: str, episode_id: str | None = None, **extra: Any) -> str:
@@ -77,7 +76,12 @@ def put(lake: Lake, content: str, episode_id: str | None = None, **extra: Any) -
 
 
 def found(ctx: ToolContext, query: str, **kw: Any) -> list[str]:
-    return [h.id for h in hybrid_search(ctx, query=query, limit=50, recency=False, **kw)]
+    return [
+        h.id
+        for h in search(
+            ctx.lake, ctx.services.search, T, query=query, limit=50, recency=False, **kw
+        )
+    ]
 
 
 def state(lake: Lake) -> SearchState:
@@ -115,13 +119,13 @@ def test_updates_and_deletes_never_come_back(tmp_path: Path, small_layout: None)
     lake, ctx = make(tmp_path, emb)
     ids = [put(lake, f"alpha{i} shared words") for i in range(10)]
     put(lake, "renamed to omega", episode_id=ids[1])  # an update of an episode in a sealed shard
-    hits = hybrid_search(ctx, query="alpha1 shared", limit=50)
+    hits = search(ctx.lake, ctx.services.search, T, query="alpha1 shared", limit=50)
     assert [h.row["content"] for h in hits].count("renamed to omega") == 1
     assert "alpha1 shared words" not in [h.row["content"] for h in hits]  # old version gone
     assert found(ctx, "omega")[0] == ids[1]
     assert found(ctx, "shared words renamed omega").count(ids[1]) == 1
 
-    dctx = ToolContext(Principal(T), lake, ctx.settings)
+    dctx = tool_context(Principal(T), lake, ctx.settings)
     for i in (2, 3, 4):
         delete_episode.run(dctx, delete_episode.DeleteEpisodeInput(id=ids[i]))
     for i in (2, 3, 4):
@@ -226,10 +230,9 @@ def test_search_stack_on_stubbed_bedrock_titan(tmp_path: Path, stubbed_bedrock: 
         )
 
     settings = Settings(data_dir=tmp_path, embedder="bedrock", bedrock_dimensions=256)
-    lake = Lake(LocalStore(tmp_path), dim=settings.embed_dim)
+    lake = bare_lake(LocalStore(tmp_path), dim=settings.embed_dim)
     titan = BedrockTitanEmbedder(dimensions=256, client=client)
-    indexing.install(lake, settings, embedder=titan)
-    ctx = ToolContext(Principal(T), lake, settings)
+    ctx = indexed_context(Principal(T), lake, settings, titan)
     texts = ["The heron nests by the quarry lake", "Invoices are due on the fifth"]
     ids = []
     for content in texts:

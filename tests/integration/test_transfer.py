@@ -18,11 +18,13 @@ from moto import mock_aws
 
 from memlake.errors import InvalidArgument
 from memlake.lake import Lake
-from memlake.lake.schema import SYSTEM_FIELDS, TABLES, TableSpec
+from memlake.lake.schema import SYSTEM_FIELDS, TableSpec, catalog
+from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
-from memlake.stored_rows import ROW_MODELS, StoredRow
+from memlake.stored_rows import StoredRow
 from memlake.transfer import export_tenant, import_tenant
+from tests.wiring import CATALOG
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 1, 15, 9, 30, 0, 123456, tzinfo=UTC)
@@ -38,13 +40,19 @@ class NoteRow(StoredRow):
     text: str
 
 
+#: A further table, as later features add them (with the model import checks its rows by):
+#: export must not need to know it. The lakes of this file are built with it.
+NOTES = TableSpec("zz_notes", _notes, row_model=NoteRow)
+WITH_NOTES = catalog([*CATALOG.values(), NOTES])
+
+
+def notes_lake(store: ObjectStore) -> Lake:
+    return Lake(store, tables=WITH_NOTES)
+
+
 @pytest.fixture
-def notes_table(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A second table, as later features add them (with the model import checks its rows by):
-    export must not need to know it."""
-    monkeypatch.setitem(TABLES, "zz_notes", TableSpec("zz_notes", _notes))
-    monkeypatch.setitem(ROW_MODELS, "zz_notes", NoteRow)
-    return "zz_notes"
+def notes_table() -> str:
+    return NOTES.name
 
 
 def seed(lake: Lake, tenant: str) -> None:
@@ -84,12 +92,12 @@ def s3_lake() -> Iterator[Lake]:
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="memlake-transfer")
-        yield Lake(S3Store("memlake-transfer", client=client))
+        yield notes_lake(S3Store("memlake-transfer", client=client))
 
 
 def test_local_to_s3_and_back(tmp_path: Path, s3_lake: Lake, notes_table: str) -> None:
     # GIVEN a local lake with episodes (one deleted) and a row in another table
-    local = Lake(LocalStore(tmp_path / "local"))
+    local = notes_lake(LocalStore(tmp_path / "local"))
     seed(local, "team")
     local.commit("team", lambda txn: txn.put(notes_table, {"id": "n1", "text": "note"}))
     # WHEN it is exported and imported into S3
@@ -114,7 +122,7 @@ def test_local_to_s3_and_back(tmp_path: Path, s3_lake: Lake, notes_table: str) -
 
 
 def test_reimport_is_idempotent(tmp_path: Path, s3_lake: Lake) -> None:
-    local = Lake(LocalStore(tmp_path / "local"))
+    local = notes_lake(LocalStore(tmp_path / "local"))
     seed(local, "team")
     path = tmp_path / "team.jsonl"
     with path.open("wb") as out:
@@ -149,7 +157,7 @@ def test_reimport_is_idempotent(tmp_path: Path, s3_lake: Lake) -> None:
     ],
 )
 def test_a_bad_line_writes_nothing(tmp_path: Path, line: str, needle: str) -> None:
-    lake = Lake(LocalStore(tmp_path / "lake"))
+    lake = notes_lake(LocalStore(tmp_path / "lake"))
     path = tmp_path / "bad.jsonl"
     good = (
         '{"table": "episodes", "row": {"id": "ok", "content": "fine",'
@@ -177,7 +185,7 @@ def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[
 
 def test_cli_round_trip(tmp_path: Path) -> None:
     src = tmp_path / "src"
-    seed(Lake(LocalStore(src)), "team")
+    seed(notes_lake(LocalStore(src)), "team")
     out = _cli("export", "--tenant", "team", "--data", str(src))
     assert out.returncode == 0, out.stderr
     assert b"export team" in out.stderr and b"6/6 rows" in out.stderr
@@ -198,8 +206,8 @@ def test_cli_round_trip(tmp_path: Path) -> None:
 def test_an_imported_tenant_is_searchable(tmp_path: Path) -> None:
     """Derived objects (search shards) are not exported: the features rebuild them on import."""
     from memlake.config import Settings
+    from memlake.context import Principal, ToolContext
     from memlake.services import Services
-    from memlake.tools.base import Principal, ToolContext
     from memlake.tools.registry import TOOL_NAMES, get_tool
 
     if "search_episodes" not in TOOL_NAMES:
@@ -208,7 +216,7 @@ def test_an_imported_tenant_is_searchable(tmp_path: Path) -> None:
     def run(services: Services, tool: str, **args: Any) -> dict[str, Any]:
         spec = get_tool(tool)
         assert spec is not None
-        ctx = ToolContext(Principal("t"), services.lake, services.settings, services=services)
+        ctx = ToolContext(Principal("t"), services)
         return spec.run(ctx, spec.input_model.model_validate(args)).model_dump(mode="json")  # type: ignore[no-any-return]
 
     src = Services.build(Settings(store="local", data_dir=tmp_path / "src"))

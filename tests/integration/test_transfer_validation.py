@@ -21,24 +21,22 @@ import pytest
 from moto import mock_aws
 
 from memlake.config import Settings
+from memlake.context import Principal, ToolContext
 from memlake.errors import InvalidArgument
-from memlake.features import load_features
 from memlake.lake import Lake
-from memlake.lake.schema import TABLES
 from memlake.services import Services
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
-from memlake.stored_rows import ROW_MODELS
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
 from memlake.transfer import export_tenant, import_tenant
+from tests.wiring import CATALOG, bare_lake
 
 ROOT = Path(__file__).resolve().parents[2]
 Row = dict[str, Any]
 
 
 def _tools(services: Services, tenant: str) -> Callable[..., dict[str, Any]]:
-    ctx = ToolContext(Principal(tenant), services.lake, services.settings, services=services)
+    ctx = ToolContext(Principal(tenant), services)
 
     def tool(tool_name: str, /, **args: Any) -> dict[str, Any]:
         spec = get_tool(tool_name)
@@ -90,9 +88,8 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 
 
 def test_every_table_has_a_row_model_and_the_export_covers_them(export_file: Path) -> None:
-    load_features()
-    assert set(ROW_MODELS) == set(TABLES)
-    assert {line["table"] for line in lines_of(export_file)} == set(TABLES)
+    assert [name for name, spec in CATALOG.items() if spec.row_model is None] == []
+    assert {line["table"] for line in lines_of(export_file)} == set(CATALOG)
 
 
 # (table, how to break its first row, what the error names)
@@ -144,12 +141,12 @@ POISON: list[tuple[str, Callable[[Row], Row], str]] = [
 def lake_of(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Lake]]:
     """An empty lake on a local directory or on moto S3, and how to list every object in it."""
     if request.param == "local":
-        yield lambda: Lake(LocalStore(tmp_path / "dst"))
+        yield lambda: bare_lake(LocalStore(tmp_path / "dst"))
         return
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="memlake-import")
-        yield lambda: Lake(S3Store("memlake-import", client=client))
+        yield lambda: bare_lake(S3Store("memlake-import", client=client))
 
 
 @pytest.mark.parametrize("lake_of", ["local", "s3"], indirect=True)
@@ -177,7 +174,7 @@ def test_a_poisoned_row_is_refused_by_line_and_writes_nothing(
 
 
 def test_the_unbroken_export_imports(export_file: Path, tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path / "dst"))
+    lake = bare_lake(LocalStore(tmp_path / "dst"))
     report = import_tenant(lake, "dst", export_file, batch_size=2, progress=False)
     assert report.rows == len(lines_of(export_file)) == report.written
 
@@ -208,7 +205,7 @@ def test_cli_import_names_the_line_and_writes_nothing(export_file: Path, tmp_pat
 
 def test_cli_export_of_an_unknown_tenant_exits_1(export_file: Path, tmp_path: Path) -> None:
     data = tmp_path / "lake"
-    import_tenant(Lake(LocalStore(data)), "known", export_file, progress=False)
+    import_tenant(bare_lake(LocalStore(data)), "known", export_file, progress=False)
     out = tmp_path / "out.jsonl"
     done = memlake("export", "--tenant", "nobody", "-o", str(out), data=data)
     assert done.returncode == 1, done

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.lake import Lake
 from memlake.store.local import LocalStore
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
+from tests.wiring import bare_lake, tool_context
 
 
 class Harness:
@@ -21,11 +22,11 @@ class Harness:
         self, root: Path, tenant: str = "t", token: str = "tok-a", lake: Lake | None = None
     ):
         self.root = root
-        self.lake = lake or Lake(LocalStore(root))
-        self.ctx = ToolContext(Principal(tenant, token), self.lake, Settings())
+        self.lake = lake or bare_lake(LocalStore(root))
+        self.ctx = tool_context(Principal(tenant, token), self.lake, Settings())
 
     def as_agent(self, token: str, *, own_lake: bool = False) -> Harness:
-        lake = Lake(LocalStore(self.root)) if own_lake else self.lake
+        lake = bare_lake(LocalStore(self.root)) if own_lake else self.lake
         return Harness(self.root, self.ctx.tenant, token, lake)
 
     def call(self, tool: str, **args: Any) -> dict[str, Any]:

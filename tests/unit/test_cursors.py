@@ -15,8 +15,8 @@ import pytest
 from memlake.config import Settings
 from memlake.cursors import ID, INT64, KEY_OBJECT, TEXT, Pager, cursor_key, fingerprint
 from memlake.errors import ConfigurationError, InvalidArgument
-from memlake.lake import Lake
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
 
 from .layers_support import Harness
 
@@ -153,7 +153,7 @@ def test_the_stored_key_is_made_once_and_shared_by_every_process(tmp_path: Path)
     assert configured not in (None, key)
     assert not (tmp_path / "other" / KEY_OBJECT).exists()  # a configured key is not stored
     # two servers on one lake directory accept each other's cursors
-    a, b = Harness(tmp_path), Harness(tmp_path, lake=Lake(LocalStore(tmp_path)))
+    a, b = Harness(tmp_path), Harness(tmp_path, lake=bare_lake(LocalStore(tmp_path)))
     for i in range(3):
         a.concept(f"n{i}")
     cursor = a.call("find_concepts", limit=2).get("next_cursor")

@@ -12,11 +12,11 @@ from pydantic import ValidationError
 
 from memlake import idempotency
 from memlake.errors import Conflict
-from memlake.lake import Lake
 from memlake.lake.compaction import compact
 from memlake.lake.engine import Hooks
 from memlake.store.local import LocalStore
 from memlake.timeutil import now
+from tests.wiring import bare_lake
 
 from .layers_support import Harness
 
@@ -119,7 +119,9 @@ def test_the_record_commits_with_the_write_or_not_at_all(tmp_path: Path) -> None
     def crash(_tenant: str, _version: int) -> None:
         raise RuntimeError("crash before the manifest")
 
-    h = Harness(tmp_path, lake=Lake(LocalStore(tmp_path), hooks=Hooks(before_manifest_put=crash)))
+    h = Harness(
+        tmp_path, lake=bare_lake(LocalStore(tmp_path), hooks=Hooks(before_manifest_put=crash))
+    )
     with pytest.raises(RuntimeError):
         h.call("add_episode", content="lost", idempotency_key=KEY)
     fresh = Harness(tmp_path)

@@ -15,6 +15,7 @@ from memlake.lake.engine import Hooks
 from memlake.lake.gc import collect_garbage
 from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
 
 
 def put(lake: Lake, tenant: str, row_id: str, content: str) -> int:
@@ -26,7 +27,7 @@ def put(lake: Lake, tenant: str, row_id: str, content: str) -> int:
 
 
 def test_latest_version_wins_and_tombstones_hide_rows(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     put(lake, "t", "a", "one")
     put(lake, "t", "b", "bee")
     put(lake, "t", "a", "two")
@@ -37,12 +38,12 @@ def test_latest_version_wins_and_tombstones_hide_rows(tmp_path: Path) -> None:
     view = lake.snapshot("t").table("episodes")
     assert view.get("a") is None and view.count() == 1
     # another process (a fresh Lake on the same directory) sees the same state
-    other = Lake(LocalStore(tmp_path)).snapshot("t").table("episodes")
+    other = bare_lake(LocalStore(tmp_path)).snapshot("t").table("episodes")
     assert other.get("a") is None and other.get("b")["content"] == "bee"
 
 
 def test_point_in_time_reads_see_older_versions(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     v1 = put(lake, "t", "a", "one")
     put(lake, "t", "a", "two")
     assert lake.snapshot("t", version=v1).table("episodes").get("a")["content"] == "one"
@@ -53,7 +54,7 @@ def test_point_in_time_reads_see_older_versions(tmp_path: Path) -> None:
 def test_a_rejected_change_commits_nothing_and_others_in_the_batch_still_commit(
     tmp_path: Path,
 ) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
 
     def bad(txn: Transaction) -> None:
         txn.put("episodes", {"id": "x", "content": "half"})
@@ -68,7 +69,7 @@ def test_a_rejected_change_commits_nothing_and_others_in_the_batch_still_commit(
 
 def test_losing_a_race_re_runs_the_change_against_the_winner(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
-    first, second = Lake(store), Lake(store)
+    first, second = bare_lake(store), bare_lake(store)
     put(first, "t", "a", "one")
     second.snapshot("t")  # second caches version 1
     put(first, "t", "b", "two")  # first moves to version 2 behind second's back
@@ -91,29 +92,29 @@ def test_crash_between_segment_and_manifest_leaves_nothing_visible(tmp_path: Pat
     def crash(tenant: str, version: int) -> None:
         raise Crash("power cut")
 
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     put(lake, "t", "kept", "acknowledged")
     lake.hooks = Hooks(before_manifest_put=crash)
     with pytest.raises(Crash):
         put(lake, "t", "lost", "never acknowledged")
-    fresh = Lake(LocalStore(tmp_path)).snapshot("t")
+    fresh = bare_lake(LocalStore(tmp_path)).snapshot("t")
     assert fresh.version == 1
     assert fresh.table("episodes").get("kept")["content"] == "acknowledged"
     assert fresh.table("episodes").get("lost") is None
     # the orphan segment is garbage: GC removes it once the grace period has passed
     later = datetime.now(UTC) + timedelta(hours=1)
-    report = collect_garbage(Lake(LocalStore(tmp_path)), "t", now=later)
+    report = collect_garbage(bare_lake(LocalStore(tmp_path)), "t", now=later)
     assert report.deleted_objects == 1
-    assert Lake(LocalStore(tmp_path)).snapshot("t").table("episodes").count() == 1
+    assert bare_lake(LocalStore(tmp_path)).snapshot("t").table("episodes").count() == 1
 
 
 def test_reader_finds_latest_without_hint_and_warm_read_costs_one_request(tmp_path: Path) -> None:
     store = CountingStore(LocalStore(tmp_path))
-    lake = Lake(store)
+    lake = bare_lake(store)
     for i in range(20):
         put(lake, "t", f"r{i}", "x")
     store.inner.delete(keys.hint_key("t"))
-    cold = Lake(LocalStore(tmp_path))
+    cold = bare_lake(LocalStore(tmp_path))
     assert cold.snapshot("t").version == 20
     store.reset()
     lake.snapshot("t").table("episodes").get("r3")
@@ -124,7 +125,7 @@ def test_reader_finds_latest_without_hint_and_warm_read_costs_one_request(tmp_pa
 
 
 def test_compaction_merges_keeps_latest_and_drops_dead_rows(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     for i in range(40):
         put(lake, "t", f"r{i % 10}", f"v{i}")
     lake.commit("t", lambda txn: txn.delete("episodes", "r0"))
@@ -135,15 +136,18 @@ def test_compaction_merges_keeps_latest_and_drops_dead_rows(tmp_path: Path) -> N
     assert report.rows_written == 9  # 10 ids, one deleted
     after = {r: snap.table("episodes").get(r) for r in before}
     assert after == before
-    assert Lake(LocalStore(tmp_path)).snapshot("t").table("episodes").get("r5")["content"] == "v35"
+    assert (
+        bare_lake(LocalStore(tmp_path)).snapshot("t").table("episodes").get("r5")["content"]
+        == "v35"
+    )
 
 
 def test_compaction_aborts_when_its_input_changed(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
-    lake = Lake(store)
+    lake = bare_lake(store)
     for i in range(10):
         put(lake, "t", f"r{i}", "x")
-    compact(Lake(store), "t", min_segments=4)  # someone else compacted first
+    compact(bare_lake(store), "t", min_segments=4)  # someone else compacted first
     put(lake, "t", "late", "y")
     report = compact(lake, "t", min_segments=4, target_rows=4096)
     assert lake.snapshot("t").table("episodes").count() == 11
@@ -151,7 +155,7 @@ def test_compaction_aborts_when_its_input_changed(tmp_path: Path) -> None:
 
 
 def test_parquet_is_readable_by_duckdb_as_it_is(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     for i in range(5):
         put(lake, "t", f"r{i}", f"content {i}")
     put(lake, "t", "r1", "updated")
@@ -181,7 +185,7 @@ def test_parquet_is_readable_by_duckdb_as_it_is(tmp_path: Path) -> None:
 
 def test_an_index_built_once_is_reused_after_commits_to_other_tables(tmp_path: Path) -> None:
     store = CountingStore(LocalStore(tmp_path))
-    lake = Lake(store)
+    lake = bare_lake(store)
     for i in range(30):
         put(lake, "t", f"r{i}", "x")
     assert lake.snapshot("t").table("episodes").count() == 30  # index built

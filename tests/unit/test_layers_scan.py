@@ -15,6 +15,7 @@ from memlake.lake.compaction import compact
 from memlake.layers.scan import scan
 from memlake.layers.tables import LINKS
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
 
 
 def expected(lake: Lake, values: list[str]) -> dict[str, dict]:
@@ -24,7 +25,7 @@ def expected(lake: Lake, values: list[str]) -> dict[str, dict]:
 
 
 def test_scan_matches_the_live_table(tmp_path: Path) -> None:
-    lake, rng = Lake(LocalStore(tmp_path)), random.Random(3)
+    lake, rng = bare_lake(LocalStore(tmp_path)), random.Random(3)
     episodes = [f"e{i}" for i in range(6)]
     for step in range(60):
 

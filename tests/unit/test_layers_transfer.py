@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from memlake.lake import Lake
 from memlake.store.local import LocalStore
 from memlake.transfer import export_tenant, import_tenant
+from tests.wiring import bare_lake
 
 from .layers_support import Harness
 
@@ -28,7 +28,7 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
     assert counts["concept_links"] == 2 and counts["thread_messages"] == 3
     dump = tmp_path / "dump.jsonl"
     dump.write_bytes(buf.getvalue())
-    dst = Harness(tmp_path / "dst", lake=Lake(LocalStore(tmp_path / "dst")))
+    dst = Harness(tmp_path / "dst", lake=bare_lake(LocalStore(tmp_path / "dst")))
     import_tenant(dst.lake, "t", dump, progress=False)
 
     for tool, args in [

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from memlake.errors import InvalidArgument
-from memlake.lake import Lake
 from memlake.lake.gc import collect_garbage
 from memlake.store.base import ObjectNotFound, PreconditionFailed
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
 
 
 def test_put_get_delete_list(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def _leftover(directory: Path, name: str, age_seconds: float) -> Path:
 
 
 def test_gc_removes_stale_temp_files_and_keeps_fresh_ones(tmp_path: Path) -> None:
-    lake = Lake(LocalStore(tmp_path))
+    lake = bare_lake(LocalStore(tmp_path))
     lake.commit("t", lambda txn: txn.put("episodes", {"id": "e1", "content": "x"}))
     segments = tmp_path / "tenants" / "t" / "segments"
     stale = _leftover(segments, "stale", age_seconds=3600)
@@ -101,7 +101,7 @@ def test_gc_never_removes_a_write_in_progress(
     """A put stalled longer than the grace period (its temp file looks stale) keeps its file:
     the writer holds a lock on it until it is in place, and gc skips files it cannot lock."""
     store = LocalStore(tmp_path)
-    lake = Lake(store)
+    lake = bare_lake(store)
     lake.commit("t", lambda txn: txn.put("episodes", {"id": "e1", "content": "x"}))
     stalled, release = threading.Event(), threading.Event()
     real_fsync = os.fsync

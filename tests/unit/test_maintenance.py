@@ -12,10 +12,11 @@ import pytest
 from memlake import maintenance
 from memlake.lake import Lake
 from memlake.store.local import LocalStore
+from tests.wiring import bare_lake, services_for
 
 
 def lake_with_small_segments(root: Path) -> Lake:
-    lake = Lake(LocalStore(root))
+    lake = bare_lake(LocalStore(root))
     for tenant in ("alpha", "beta"):
         for i in range(6):
             lake.commit(
@@ -29,14 +30,14 @@ def test_a_failing_embedding_pass_still_compacts_every_tenant(
 ) -> None:
     real = maintenance.embed_pending
 
-    def broken(lake: Lake, tenant: str, **kw: Any) -> Any:
+    def broken(lake: Lake, searcher: Any, tenant: str, **kw: Any) -> Any:
         if tenant == "alpha":
             raise RuntimeError("the model would not load")
-        return real(lake, tenant, **kw)
+        return real(lake, searcher, tenant, **kw)
 
     lake = lake_with_small_segments(tmp_path)
     monkeypatch.setattr(maintenance, "embed_pending", broken)
-    report = maintenance.run_maintenance(lake, min_segments=2)
+    report = maintenance.run_maintenance(services_for(lake), min_segments=2)
     assert report.tenants == 2 and report.failed == ["alpha"]
     for tenant in ("alpha", "beta"):
         assert len(lake.snapshot(tenant).manifest.segments("episodes")) == 1

@@ -13,21 +13,22 @@ import pytest
 from pydantic import ValidationError
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.errors import AlreadyExists, Conflict, MemlakeError, NotFound
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.relationships import NewRelationship, add, relationship_index
 from memlake.store.local import LocalStore
 from memlake.timeutil import now
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import get_tool
+from tests.wiring import bare_lake, tool_context
 
 
 class Caller:
     """Calls tools the way /mcp does after JSON parsing: validate arguments, then run."""
 
     def __init__(self, lake: Lake, tenant: str = "t", token_id: str = "tok-a") -> None:
-        self.ctx = ToolContext(Principal(tenant, token_id), lake, Settings())
+        self.ctx = tool_context(Principal(tenant, token_id), lake, Settings())
 
     def __call__(self, tool: str, **args: Any) -> dict[str, Any]:
         spec = get_tool(tool)
@@ -50,7 +51,7 @@ class Caller:
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Lake:
-    return Lake(LocalStore(tmp_path))
+    return bare_lake(LocalStore(tmp_path))
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from memlake.relationships import relationship_index
 from memlake.relationships.index import RelIndex, _build
 from memlake.store.local import LocalStore
 from memlake.timeutil import now
+from tests.wiring import bare_lake
 
 from .test_relationships import Caller
 
@@ -69,7 +70,7 @@ def assert_index_matches(index: RelIndex, model: dict[str, tuple[str, str, str, 
 @given(st.lists(op, min_size=5, max_size=30))
 def test_random_changes_match_networkx_and_a_full_rebuild(ops: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as root:
-        lake = Lake(LocalStore(root))
+        lake = bare_lake(LocalStore(root))
         call = Caller(lake)
         episodes = call.episodes(N_EPISODES)
         alive = set(episodes)
@@ -113,7 +114,7 @@ def test_random_changes_match_networkx_and_a_full_rebuild(ops: list[tuple[Any, .
             rebuilt = _build(snap.version, snap.table("relationships"), None)
             assert rebuilt.rows == index.rows
         # a second lake on the same directory (another process) sees the same graph
-        assert_index_matches(relationship_index(Lake(LocalStore(root)).snapshot("t")), model)
+        assert_index_matches(relationship_index(bare_lake(LocalStore(root)).snapshot("t")), model)
 
 
 def write_raw(lake: Lake, episodes: int, edges: list[tuple[int, int, str, float]]) -> list[str]:
@@ -160,7 +161,7 @@ def test_find_related_episodes_matches_the_library_on_the_stored_graph(
     types: set[str] | None,
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
-        lake = Lake(LocalStore(root))
+        lake = bare_lake(LocalStore(root))
         ids = write_raw(lake, 7, edges)
         call = Caller(lake)
         got = call(
@@ -210,7 +211,7 @@ def test_topological_order_matches_networkx(
     edges: list[tuple[int, int, str, float]], type_: str, subset: bool
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
-        lake = Lake(LocalStore(root))
+        lake = bare_lake(LocalStore(root))
         ids = write_raw(lake, 7, edges)
         chosen = ids[:5] if subset else None
         got = Caller(lake)(
@@ -257,7 +258,7 @@ def test_dependency_graph_keeps_the_most_connected_and_all_edges_among_them(
     edges: list[tuple[int, int, str, float]], max_nodes: int, types: set[str] | None
 ) -> None:
     with tempfile.TemporaryDirectory() as root:
-        lake = Lake(LocalStore(root))
+        lake = bare_lake(LocalStore(root))
         ids = write_raw(lake, 7, edges)
         got = Caller(lake)(
             "get_dependency_graph",

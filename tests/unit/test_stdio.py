@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.mcp import rpc
 from memlake.mcp.stdio import StdioServer, _Stopped
 from memlake.services import Services
 from memlake.store.local import LocalStore
-from memlake.tools.base import Principal
 
 MODERN = "2026-07-28"
 META = {

@@ -10,11 +10,12 @@ import pytest
 
 from memlake import cli
 from memlake.config import TOOLSET_NAMES, Settings, parse_toolsets
+from memlake.context import Principal, ToolContext
 from memlake.errors import ConfigurationError
 from memlake.mcp.dispatch import descriptors, dispatch, instructions, tool_descriptor
 from memlake.mcp.protocol import INVALID_PARAMS, RpcError
-from memlake.tools.base import Principal, ToolContext
 from memlake.tools.registry import TOOL_NAMES, TOOLSETS, enabled_names, get_tool
+from tests.wiring import tool_context
 
 EPISODES = {"add_episode", "get_episode", "list_episodes", "search_episodes", "delete_episode"}
 GRAPH = {
@@ -70,7 +71,7 @@ def test_an_unknown_toolset_is_a_clear_configuration_error(monkeypatch: pytest.M
 
 def _ctx(toolsets: tuple[str, ...], tmp_path: Path) -> ToolContext:
     settings = replace(Settings(data_dir=tmp_path), toolsets=toolsets)
-    return ToolContext(Principal("default"), lake=None, settings=settings)  # type: ignore[arg-type]
+    return tool_context(Principal("default"), lake=None, settings=settings)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

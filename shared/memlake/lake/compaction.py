@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from memlake.lake.engine import Lake
 from memlake.lake.manifest import Manifest, SegmentRef
-from memlake.lake.schema import table_spec
+from memlake.lake.schema import TableSpec
 from memlake.lake.segments import write_segment
 from memlake.lake.snapshot import Snapshot
 
@@ -44,8 +44,8 @@ def _pick_run(segs: tuple[SegmentRef, ...], target_rows: int, min_segments: int)
     return best
 
 
-def _merge(snap: Snapshot, table: str, run: range) -> tuple[pa.Table, int]:
-    view = snap.table(table)
+def _merge(snap: Snapshot, spec: TableSpec, run: range) -> tuple[pa.Table, int]:
+    view = snap.table(spec.name)
     segs = view.segments
     parts = []
     for pos in run:
@@ -66,7 +66,7 @@ def _merge(snap: Snapshot, table: str, run: range) -> tuple[pa.Table, int]:
     ids = merged.column("id").to_pylist()
     keep = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
     merged = merged.take(pa.array(keep, pa.int64()))
-    expired = table_spec(table).expired
+    expired = spec.expired
     if expired is not None:  # expired rows become tombstones (then dropped like any tombstone)
         dead = pc.or_(merged.column("_deleted"), expired(merged))
         at = merged.schema.get_field_index("_deleted")
@@ -87,8 +87,8 @@ def compact(
         run = _pick_run(segs, target_rows, min_segments)
         if run is None:
             continue
-        merged, dropped = _merge(snap, table, run)
-        spec = table_spec(table)
+        spec = lake.spec(table)
+        merged, dropped = _merge(snap, spec, run)
         ref = write_segment(lake.store, tenant, table, merged, spec.stat_columns)
         ref = replace(ref, seq=max(segs[i].seq for i in run), compacted=True)
         plans[table] = (tuple(segs[i].key for i in run), ref)

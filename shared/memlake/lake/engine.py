@@ -22,10 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+import pyarrow as pa
+
 from memlake.errors import MemlakeError, NotFound, Unavailable
 from memlake.lake import keys
 from memlake.lake.manifest import Manifest, SegmentRef
-from memlake.lake.schema import DEFAULT_DIM, rows_to_table, table_spec
+from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
 from memlake.lake.segments import SegmentCache, write_segment
 from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
@@ -105,12 +107,15 @@ class Lake:
         self,
         store: ObjectStore,
         *,
+        tables: Catalog,
         dim: int = DEFAULT_DIM,
         cache_bytes: int = 1 << 30,
         retry: RetryPolicy | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         self.store = store
+        #: the tables this lake reads and writes (memlake.features assembles them)
+        self.tables = tables
         self.dim = dim
         self.cache = SegmentCache(cache_bytes)
         self.retry = retry or RetryPolicy()
@@ -119,6 +124,15 @@ class Lake:
         self._tenants_lock = threading.Lock()
         self.commit_hooks: list[CommitHook] = []
         self.prepare_hooks: list[PrepareHook] = []
+
+    def spec(self, name: str) -> TableSpec:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise ValueError(f"unknown table {name!r}") from None
+
+    def schema(self, name: str) -> pa.Schema:
+        return self.spec(name).schema(self.dim)
 
     def _state(self, tenant: str) -> _TenantState:
         keys.tenant_prefix(tenant)  # validates
@@ -175,7 +189,7 @@ class Lake:
             if current is not None and current.version == version:
                 return current
             manifest = self.load_manifest(tenant, version)
-            return Snapshot(manifest, self.store, self.cache, self.dim, memo=st.views)
+            return Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
         with st.read_lock:
             current = st.snapshot
             known = current.version if current is not None else 0
@@ -187,7 +201,7 @@ class Lake:
             if current is not None and latest == current.version:
                 return current
             manifest = self.load_manifest(tenant, latest)
-            snap = Snapshot(manifest, self.store, self.cache, self.dim, current, memo=st.views)
+            snap = Snapshot(manifest, self.store, self.cache, self.schema, current, memo=st.views)
             self._install(st, snap)
             return snap
 
@@ -260,7 +274,7 @@ class Lake:
             rows = txn.rows_for_segment(name)
             if not rows:
                 continue
-            spec = table_spec(name)
+            spec = self.spec(name)
             # _seq is known per attempt (a retry writes new segments), so every Parquet row
             # carries its version and readers outside memlake (DuckDB, Athena) can order rows
             arrow = rows_to_table([{**r, "_seq": version} for r in rows], spec.schema(self.dim))
@@ -282,7 +296,7 @@ class Lake:
         except MemlakeError:
             pass  # the hint is an optimisation; readers probe forward from any older value
         with st.read_lock:
-            snap = Snapshot(manifest, self.store, self.cache, self.dim, prev, memo=st.views)
+            snap = Snapshot(manifest, self.store, self.cache, self.schema, prev, memo=st.views)
             self._install(st, snap)
 
     def replace_segments(

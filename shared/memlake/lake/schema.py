@@ -7,8 +7,9 @@ the manifest). Columns added by later releases read as null from older segments.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
@@ -60,30 +61,28 @@ class TableSpec:
     stat_columns: tuple[str, ...] = field(default=())
     #: rows this mask selects become tombstones when compacted (expired idempotency keys)
     expired: Callable[[pa.Table], pa.Array] | None = None
+    #: the pydantic model `memlake import` checks each row by (memlake.stored_rows); a table
+    #: without one cannot be imported
+    row_model: type[Any] | None = None
 
     def schema(self, dim: int = DEFAULT_DIM) -> pa.Schema:
         return self.schema_for_dim(dim)
 
 
-TABLES: dict[str, TableSpec] = {
-    "episodes": TableSpec("episodes", _episodes, ("created_at", "started_at", "context")),
-}
+EPISODES = TableSpec("episodes", _episodes, ("created_at", "started_at", "context"))
+
+#: What a Lake knows of its tables: name -> spec (assembled from the features by
+#: memlake.services; a Lake has exactly the tables it was given).
+Catalog = Mapping[str, TableSpec]
 
 
-def register_table(spec: TableSpec) -> None:
-    """Later modules (threads, concepts, relationships...) add their tables here."""
-    TABLES[spec.name] = spec
-
-
-def table_spec(name: str) -> TableSpec:
-    if name not in TABLES:
-        from memlake.features import load_features
-
-        load_features()
-    try:
-        return TABLES[name]
-    except KeyError:
-        raise ValueError(f"unknown table {name!r}") from None
+def catalog(specs: Iterable[TableSpec]) -> Catalog:
+    out: dict[str, TableSpec] = {}
+    for spec in specs:
+        if spec.name in out:
+            raise ValueError(f"table {spec.name!r} is defined twice")
+        out[spec.name] = spec
+    return MappingProxyType(out)
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -10,12 +10,12 @@ table untouched by the last commits is not re-indexed when a snapshot is next as
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
 from memlake.lake.manifest import Manifest, SegmentRef
-from memlake.lake.schema import table_spec
 from memlake.lake.segments import SegmentCache
 from memlake.store.base import ObjectStore
 
@@ -30,7 +30,7 @@ class TableView:
         segments: tuple[SegmentRef, ...],
         store: ObjectStore,
         cache: SegmentCache,
-        dim: int,
+        schema_of: Callable[[str], pa.Schema],
         previous: TableView | None = None,
         version: int = 0,
         memo: dict[str, TableView] | None = None,
@@ -39,7 +39,7 @@ class TableView:
         self.version = version
         self._memo = memo
         self.segments = segments
-        self.schema = table_spec(name).schema(dim)
+        self.schema = schema_of(name)
         self._store = store
         self._cache = cache
         self._previous = previous
@@ -124,7 +124,7 @@ class Snapshot:
         manifest: Manifest,
         store: ObjectStore,
         cache: SegmentCache,
-        dim: int,
+        schema_of: Callable[[str], pa.Schema],
         previous: Snapshot | None = None,
         memo: dict[str, TableView] | None = None,
     ) -> None:
@@ -132,7 +132,7 @@ class Snapshot:
         self._memo = memo
         self._store = store
         self._cache = cache
-        self._dim = dim
+        self._schema_of = schema_of
         self._views: dict[str, TableView] = {}
         self._previous = previous
         self._lock = threading.Lock()
@@ -161,7 +161,7 @@ class Snapshot:
                     self.manifest.segments(name),
                     self._store,
                     self._cache,
-                    self._dim,
+                    self._schema_of,
                     prev,
                     self.manifest.version,
                     self._memo,

@@ -13,8 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from memlake import episodes
-from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
+from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
 from memlake.layers.scan import scan
@@ -88,10 +87,13 @@ def _links(_dim: int) -> pa.Schema:
     )
 
 
-register_table(TableSpec(THREADS, _threads, ("created_at",)))
-register_table(TableSpec(MESSAGES, _messages))
-register_table(TableSpec(CONCEPTS, _concepts))
-register_table(TableSpec(LINKS, _links))
+#: the memory layers' tables (memlake.features lists them)
+SPECS = (
+    TableSpec(THREADS, _threads, ("created_at",)),
+    TableSpec(MESSAGES, _messages),
+    TableSpec(CONCEPTS, _concepts),
+    TableSpec(LINKS, _links),
+)
 
 
 def link_id(concept_id: str, episode_id: str) -> str:
@@ -168,7 +170,3 @@ def on_episode_deleted(txn: Transaction, episode_id: str) -> None:
         txn.delete(LINKS, link["id"])
     for thread in where(txn, THREADS, "episode_id", [episode_id]):
         txn.put(THREADS, {**thread, "episode_id": None, "updated_at": now()})
-
-
-if on_episode_deleted not in episodes.ON_DELETE:
-    episodes.ON_DELETE.append(on_episode_deleted)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.ids import TENANT_PATTERN
 from memlake.jsonshape import escaped
 from memlake.lake import Lake
@@ -28,7 +29,6 @@ from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp, OriginPolicy
 from memlake.mcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
 from memlake.mcp.wire import BadMessage, parse_body
 from memlake.services import Services
-from memlake.tools.base import Principal
 
 log = logging.getLogger("memlake.mcp")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9=_+/-]{1,64}\Z")

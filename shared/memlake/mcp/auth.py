@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from memlake.context import Principal
 from memlake.errors import ConfigurationError
 from memlake.ids import TENANT_PATTERN
-from memlake.tools.base import Principal
 
 DEFAULT_TENANT = "default"
 

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlake import __version__
+from memlake.context import ToolContext
 from memlake.mcp.errors import error_result, success_result
 from memlake.mcp.protocol import (
     HANDSHAKE_VERSIONS,
@@ -23,7 +24,6 @@ from memlake.mcp.protocol import (
     RpcError,
 )
 from memlake.mcp.schema import lean_input, lean_output
-from memlake.tools.base import ToolContext
 from memlake.tools.registry import TOOL_NAMES, enabled_names, get_tool
 
 SERVER_INFO = {"name": SERVER_NAME, "title": "memlake episodic memory", "version": __version__}

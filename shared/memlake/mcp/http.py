@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from memlake.context import Principal
 from memlake.mcp.discovery import HEALTH_PATH, REALM, AuthDiscovery, health, metadata_paths
 from memlake.mcp.dispatch import SERVER_INFO
 from memlake.mcp.protocol import INVALID_REQUEST, RpcError
 from memlake.mcp.rpc import answer
 from memlake.mcp.wire import BadMessage, dumps, parse_body
 from memlake.services import Services
-from memlake.tools.base import Principal
 
 log = logging.getLogger("memlake.mcp")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")

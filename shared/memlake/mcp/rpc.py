@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memlake.context import Principal, ToolContext
 from memlake.mcp.dispatch import SERVER_INFO, dispatch
 from memlake.mcp.protocol import (
     HEADER_MISMATCH,
@@ -43,7 +44,6 @@ from memlake.mcp.protocol import (
 )
 from memlake.mcp.wire import BadMessage, check_params, classify
 from memlake.services import Services
-from memlake.tools.base import Principal, ToolContext
 
 log = logging.getLogger("memlake.mcp")
 _B64_WORD = re.compile(r"^=\?base64\?([A-Za-z0-9+/=]*)\?=\Z")
@@ -138,13 +138,7 @@ def answer(
         if session is not None:
             session.admit(method, modern)
         started = time.perf_counter()
-        ctx = ToolContext(
-            principal=principal,
-            lake=services.lake,
-            settings=services.settings,
-            request_id=request_id,
-            services=services,
-        )
+        ctx = ToolContext(principal=principal, services=services, request_id=request_id)
         result = dispatch(
             method, params, modern=modern, ctx=ctx, page_size=services.settings.tools_page_size
         )

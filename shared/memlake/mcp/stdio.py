@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Any, BinaryIO
 
 from memlake.config import Settings
+from memlake.context import Principal
 from memlake.errors import ConfigurationError
 from memlake.ids import TENANT_PATTERN
 from memlake.maintenance import Maintenance
@@ -50,7 +51,6 @@ from memlake.mcp.protocol import (
 from memlake.mcp.rpc import Reply, answer, error_reply
 from memlake.mcp.wire import BadMessage, dumps, parse_body
 from memlake.services import Services
-from memlake.tools.base import Principal
 
 log = logging.getLogger("memlake.stdio")
 CHUNK = 1 << 16

@@ -1,17 +1,12 @@
 """The episode relationship graph: storage, validation, indexes and the delete cascade.
 
-Importing this package (memlake.features lists it) registers the "relationships" and "audit"
-tables and the episode-delete cleanup that removes a deleted episode's relationships in the
-same transaction.
+memlake.features lists its table (SPEC) and its episode-delete cleanup (cascade_delete, which
+removes a deleted episode's relationships in the same transaction).
 """
 
-from memlake.episodes import ON_DELETE
 from memlake.relationships.index import EdgeView, RelIndex, relationship_index
 from memlake.relationships.ops import ORDER_TYPES, NewRelationship, add, cascade_delete, remove
-from memlake.relationships.table import TABLE, Rel, public_view
-
-if cascade_delete not in ON_DELETE:
-    ON_DELETE.append(cascade_delete)
+from memlake.relationships.table import SPEC, TABLE, Rel, public_view
 
 __all__ = [
     "ORDER_TYPES",
@@ -20,6 +15,7 @@ __all__ = [
     "NewRelationship",
     "Rel",
     "RelIndex",
+    "SPEC",
     "add",
     "cascade_delete",
     "public_view",

@@ -133,7 +133,7 @@ def remove(txn: Transaction, relationship_id: str, token_id: str) -> Rel:
 
 
 def cascade_delete(txn: Transaction, episode_id: str) -> None:
-    """episodes.ON_DELETE cleanup: remove every relationship of a deleted episode."""
+    """Episode-delete cleanup (memlake.features): remove every relationship of a deleted episode."""
     for rel in EdgeView.of_txn(txn).touching(episode_id):
         txn.delete(TABLE, rel.id)
         audit.record(

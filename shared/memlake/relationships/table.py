@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec, register_table
+from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.timeutil import iso
 
 TABLE = "relationships"
@@ -35,7 +35,7 @@ def _schema(_dim: int) -> pa.Schema:
     )
 
 
-register_table(TableSpec(TABLE, _schema, ("type", "created_at")))
+SPEC = TableSpec(TABLE, _schema, ("type", "created_at"))
 
 
 class Rel(NamedTuple):

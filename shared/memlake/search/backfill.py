@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
-from memlake.search.indexing import CHUNKS_TABLE, SearchService, installed
+from memlake.search.embedding import Searcher
+from memlake.search.indexing import CHUNKS_TABLE
 from memlake.search.passages import Embedded, embed_passages, passage_texts, plan
 from memlake.search.shards import EXTRA_KEY
 
@@ -86,7 +87,7 @@ def _forget(lake: Lake, tenant: str, episode_id: str) -> bool:
 
 
 def _step(
-    lake: Lake, svc: SearchService, tenant: str, snap: Snapshot, episode_id: str, n: int
+    lake: Lake, svc: Searcher, tenant: str, snap: Snapshot, episode_id: str, n: int
 ) -> int | None:
     """Embed up to `n` more passages of one episode and commit them; the number embedded, or
     None when nothing was committed (the episode or its vectors changed meanwhile)."""
@@ -121,6 +122,7 @@ def _step(
 
 def embed_pending(
     lake: Lake,
+    searcher: Searcher,
     tenant: str,
     *,
     max_passages: int,
@@ -129,10 +131,10 @@ def embed_pending(
 ) -> BackfillReport:
     """Embed up to `max_passages` pending passages of a tenant, `batch` (default
     Settings.embed_batch_passages) per commit, oldest episode first; stops at `deadline`
-    (time.monotonic()). A lake without search hooks has nothing to do."""
+    (time.monotonic()). A lake whose commits do not index (searcher.indexing) has nothing to do."""
     report = BackfillReport()
-    svc = installed(lake)
-    if svc is None:
+    svc = searcher
+    if not svc.indexing:
         return report
     step = batch or svc.settings.embed_batch_passages
     left, skipped = max_passages, set()

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from memlake.search.indexing import CHUNKS_TABLE, SearchService
+from memlake.search.embedding import Searcher
+from memlake.search.indexing import CHUNKS_TABLE
 from memlake.search.passages import HEADER, Embedded, plan
 from memlake.search.text import terms, unique_terms
 
@@ -61,7 +62,7 @@ def _bm25(texts: list[str], query_terms: list[str]) -> list[float]:
 
 
 def _candidates(
-    svc: SearchService, chunks: dict[str, Any] | None, content: str
+    svc: Searcher, chunks: dict[str, Any] | None, content: str
 ) -> tuple[list[Span], list[int], np.ndarray]:
     """Content passages, each one's position among the row's passages, and the row's vectors
     (vectors[i] embeds passage i; later passages are pending)."""
@@ -80,7 +81,7 @@ def _candidates(
 
 
 def best_span(
-    svc: SearchService,
+    svc: Searcher,
     row: dict[str, Any],
     chunks: dict[str, Any] | None,
     query: str,

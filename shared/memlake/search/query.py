@@ -18,13 +18,12 @@ from typing import Any
 import numpy as np
 
 from memlake.episodes import TABLE
-from memlake.errors import InvalidArgument
+from memlake.lake import Lake
+from memlake.search.embedding import Searcher
 from memlake.search.fusion import apply_recency, normalise_scores, rrf_fuse
 from memlake.search.index import Shard
-from memlake.search.indexing import service_for
 from memlake.search.shards import SearchState, ShardInfo
 from memlake.search.text import unique_terms
-from memlake.tools.base import ToolContext
 
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 2_000
@@ -136,7 +135,9 @@ class _Found:
 
 
 def search(
-    ctx: ToolContext,
+    lake: Lake,
+    searcher: Searcher,
+    tenant: str,
     *,
     query: str,
     limit: int,
@@ -148,32 +149,28 @@ def search(
     params: SearchParams = DEFAULT_PARAMS,
     query_vector: np.ndarray | None = None,
 ) -> list[SearchHit]:
-    """hybrid_search with tuning knobs and an optional precomputed query vector (benchmarks)."""
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidArgument(f"limit must be 1-{MAX_LIMIT}", hint="Ask for at most 50 results.")
-    if not query.strip():
-        raise InvalidArgument("query is empty", hint="Describe what you are looking for.")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidArgument(
-            f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}",
-            hint="Search with the key sentence or a few key terms.",
-        )
-    if start is not None and end is not None and start > end:
-        raise InvalidArgument("time_start is after time_end", hint="Swap them or widen the range.")
-    svc = service_for(ctx.lake, ctx.settings)
-    snap = ctx.lake.snapshot(ctx.tenant)
+    """Episodes of `tenant` best matching `query` (BM25 + vectors, fused), best first, at most
+    `limit` (the tools' input models bound it and the query, MAX_LIMIT and MAX_QUERY_CHARS).
+
+    Filters: `context` (exact), [start, end] overlapping when the episode happened, and
+    `allowed_ids` (only these ids; an empty set finds nothing). `recency` boosts recent episodes
+    a little (at most 10% for old ones). Each hit has `score` in 0..1, `breakdown` (bm25 and
+    vector rank/score, the fused score before recency, the recency factor) and the full `row`.
+    `params` tunes the ranking and `query_vector` skips embedding the query (benchmarks).
+    """
+    snap = lake.snapshot(tenant)
     state = SearchState.from_extra(snap.extra)
     if state is None or (allowed_ids is not None and not allowed_ids):
         return []
     use_bm25 = params.weights.get("bm25", 1.0) > 0
     use_vec = params.weights.get("vector", 1.0) > 0
     if use_vec and query_vector is None:
-        state.check_model(svc.embedder.name, svc.embedder.dim)
+        state.check_model(searcher.embedder.name, searcher.embedder.dim)
     s_us, e_us = _us(start), _us(end)
     infos = [s for s in state.shards if s.may_match(context, s_us, e_us)]
     if not infos:
         return []
-    shards = svc.shards.load_many(ctx.lake.store, [s.key for s in infos])
+    shards = searcher.shards.load_many(lake.store, [s.key for s in infos])
     cand = max(params.candidates, limit)
     allowed = sorted(allowed_ids) if allowed_ids is not None else None
 
@@ -184,7 +181,7 @@ def search(
     idf = np.log1p((total - df + 0.5) / (df + 0.5))  # bm25s "lucene" idf, over all shards searched
     qvec = None
     if use_vec:
-        qvec = query_vector if query_vector is not None else svc.embed_query(query)
+        qvec = query_vector if query_vector is not None else searcher.embed_query(query)
 
     bm25_found, vec_found = _Found(), _Found()
     idf_list = idf.tolist()
@@ -209,11 +206,10 @@ def search(
         scale = min(hi, max(lo, confidence / params.confidence_ref))
         weights["bm25"] = weights.get("bm25", 1.0) * scale
     vec = vec_found.ranked(shards, cand)
-    return _fuse(ctx, snap, bm25, vec, limit, recency, params, weights, qvec)
+    return _fuse(snap, bm25, vec, limit, recency, params, weights, qvec)
 
 
 def _fuse(
-    ctx: ToolContext,
     snap: Any,
     bm25: _Ranked,
     vec: _Ranked,
@@ -266,33 +262,3 @@ def _fuse(
         if len(hits) == limit:
             break
     return hits
-
-
-def hybrid_search(
-    ctx: ToolContext,
-    *,
-    query: str,
-    limit: int,
-    context: str | None = None,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    recency: bool = True,
-    allowed_ids: set[str] | None = None,
-) -> list[SearchHit]:
-    """Episodes best matching `query` (BM25 + vectors, fused), best first, at most `limit`.
-
-    Filters: `context` (exact), [start, end] overlapping when the episode happened, and
-    `allowed_ids` (only these ids; an empty set finds nothing). `recency` boosts recent episodes
-    a little (at most 10% for old ones). Each hit has `score` in 0..1, `breakdown` (bm25 and
-    vector rank/score, the fused score before recency, the recency factor) and the full `row`.
-    """
-    return search(
-        ctx,
-        query=query,
-        limit=limit,
-        context=context,
-        start=start,
-        end=end,
-        recency=recency,
-        allowed_ids=allowed_ids,
-    )

@@ -130,7 +130,9 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
             vectors_pending=pending,
         )
 
-    pending = embed_ahead(ctx.lake, row)  # outside the commit lock, bounded (search indexing)
+    pending = embed_ahead(
+        ctx.services.search, row
+    )  # outside the commit lock, bounded (search indexing)
     # the key's record commits with the episode; a racing retry gets this result back
     return idempotency.commit_once(ctx, scope, AddEpisodeOutput, change)
 

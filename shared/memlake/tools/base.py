@@ -8,32 +8,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from memlake.config import Settings
-from memlake.lake import Lake
+from memlake.context import ToolContext
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: the tenant whose data they reach, and a non-secret token id for audit."""
-
-    tenant: str
-    token_id: str = "anonymous"
-
-
-@dataclass
-class ToolContext:
-    principal: Principal
-    lake: Lake
-    settings: Settings
-    request_id: str = ""
-    services: Any = None
-
-    @property
-    def tenant(self) -> str:
-        return self.principal.tenant
 
 
 @dataclass(frozen=True)

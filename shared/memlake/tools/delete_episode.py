@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from memlake.audit import acting_as
-from memlake.episodes import ON_DELETE, TABLE
-from memlake.features import load_features
+from memlake.episodes import TABLE
 from memlake.lake import Transaction
 from memlake.models import EpisodeId, Input, Output
 from memlake.tools.base import Annotations, ToolContext, ToolSpec
@@ -22,14 +21,12 @@ class DeleteEpisodeOutput(Output):
 
 
 def run(ctx: ToolContext, args: DeleteEpisodeInput) -> DeleteEpisodeOutput:
-    load_features()  # registers every feature's cleanup of rows that point at episodes
-
     def change(txn: Transaction) -> int:
         if not txn.exists(TABLE, args.id):
             return 0
         txn.delete(TABLE, args.id)
         with acting_as(ctx.principal.token_id):  # cleanups' audit records name the caller
-            for cleanup in ON_DELETE:
+            for cleanup in ctx.services.on_episode_delete:  # links, relationships, vectors
                 cleanup(txn, args.id)
         return 1
 

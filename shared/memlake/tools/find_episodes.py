@@ -122,7 +122,7 @@ def _search(
             f"limit is {args.limit}; with a query it is at most {MAX_SEARCH_RESULTS}",
             hint="Lower limit, or narrow the search with filters.",
         )
-    from memlake.search.query import hybrid_search  # faiss, bm25s: loaded on first search
+    from memlake.search.query import search  # faiss, bm25s: loaded on first search
 
     narrowed = any(
         v is not None for v in (args.platform, args.tags or None, args.thread_id, args.concept_id)
@@ -130,8 +130,10 @@ def _search(
     allowed = set(table.column("id").to_pylist()) if narrowed else None
     if allowed is not None and not allowed:
         return []
-    hits = hybrid_search(
-        ctx,
+    hits = search(
+        ctx.lake,
+        ctx.services.search,
+        ctx.tenant,
         query=args.query or "",
         limit=args.limit,
         context=args.context,

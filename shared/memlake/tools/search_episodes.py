@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from memlake.episodes import EpisodeFields, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
-from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, hybrid_search
+from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, search
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 #: All hits of one response together carry at most this many characters of content or passage
@@ -32,6 +32,13 @@ class SearchEpisodesInput(TimeRange):
         description="Text per hit: full, passage (best ~600 chars with offsets) or none."
         " Hits share at most 65,536 chars; a cut hit has truncated and get_episode has it all",
     )
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query is empty; describe what you are looking for")
+        return value
 
 
 class ScoreBreakdown(Output):
@@ -92,11 +99,11 @@ def _texts(ctx: ToolContext, hits: list[SearchHit], mode: ContentMode, query: st
     if mode == "none" or not hits:
         return [None] * len(hits)
     from memlake.search.best_passage import best_span, chunk_rows
-    from memlake.search.indexing import service_for
 
-    svc = service_for(ctx.lake, ctx.settings)
     chunks = chunk_rows(hits[0].snapshot, [h.id for h in hits])
-    return [best_span(svc, h.row, chunks[h.id], query, h.query_vector) for h in hits]
+    return [
+        best_span(ctx.services.search, h.row, chunks[h.id], query, h.query_vector) for h in hits
+    ]
 
 
 def _hit(
@@ -129,8 +136,10 @@ def _shape(hits: list[SearchHit], texts: list[Any], mode: ContentMode) -> list[E
 
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     start, end = args.bounds()
-    hits = hybrid_search(
-        ctx,
+    hits = search(
+        ctx.lake,
+        ctx.services.search,
+        ctx.tenant,
         query=args.query,
         limit=args.limit,
         context=args.context,

@@ -131,7 +131,7 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
     existing = ctx.lake.snapshot(ctx.tenant).table(TABLE).get(episode_id) if args.id else None
     preview = episode_versions.preview(existing, given)
     new_text = existing is None or vector_texts(preview) != vector_texts(existing)
-    pending = embed_ahead(ctx.lake, preview) if new_text else None
+    pending = embed_ahead(ctx.services.search, preview) if new_text else None
 
     def change(txn: Transaction) -> UpsertEpisodeOutput:
         row, created, version = episode_versions.upsert(

@@ -1,0 +1,77 @@
+"""The search state one lake's reads and writes share: the embedder, loaded index shards and
+recently computed vectors.
+
+Services builds one Searcher per lake (memlake.services). Reads (memlake.search.query, best
+passages) embed queries and load shards through it; the write side (memlake.search.indexing,
+installed by the search feature) embeds staged episodes and writes shards through the same
+caches, so a shard written by a commit is warm for the next search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlake.config import Settings
+from memlake.embed.base import Embedder
+from memlake.search.cache import ShardCache
+from memlake.search.passages import Embedded, EmbeddedCache, embed_passages, plan
+from memlake.search.text import vector_texts
+
+EMBED_CACHE = 256  # texts
+EMBED_CACHE_VECTORS = 65_536  # ~100 MB at 384 dims
+
+
+class Searcher:
+    """Per-lake search state: the embedder (loaded on first use), shards, computed vectors."""
+
+    def __init__(
+        self, settings: Settings, *, embedder: Embedder | None = None, cache_bytes: int = 1 << 30
+    ) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        disk = Path(settings.shard_cache_dir) if settings.shard_cache_dir else None
+        self.shards = ShardCache(cache_bytes, disk)
+        self.embedded = EmbeddedCache(EMBED_CACHE, EMBED_CACHE_VECTORS)
+        #: True once memlake.search.indexing.install made the lake's commits embed and index
+        #: episodes; writes embed ahead, and the deferred pass runs, only then
+        self.indexing = False
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from memlake.embed import make_embedder
+
+            cfg = self.settings
+            if cfg.embedder == "bedrock":
+                self._embedder = make_embedder(
+                    "bedrock", model_id=cfg.bedrock_model, dimensions=cfg.bedrock_dimensions
+                )
+            else:
+                self._embedder = make_embedder("minilm")
+        return self._embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embedder.embed([text])[0]
+
+    def content_hash(self, row: dict[str, Any]) -> str:
+        header, content = vector_texts(row)
+        raw = "\0".join((self.embedder.name, str(self.embedder.dim), header, content))
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    def embed_row(
+        self, row: dict[str, Any], content_hash: str | None = None, *, limit: int | None = None
+    ) -> Embedded:
+        """An episode row's passages with the vectors of the first `limit` of them (default
+        Settings.embed_sync_passages), computed once per distinct text."""
+        h = content_hash or self.content_hash(row)
+        hit = self.embedded.get(h)
+        if hit is not None:
+            return hit
+        cap = self.settings.embed_sync_passages if limit is None else limit
+        return self.embedded.remember(
+            embed_passages(h, plan(row, self.embedder), self.embedder, cap)
+        )
