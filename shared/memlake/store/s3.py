@@ -7,6 +7,7 @@ ConditionalRequestConflict when another conditional put on the key is in flight;
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,3 +91,15 @@ class S3Store:
                     yield ObjectInfo(key, int(obj["Size"]), obj["LastModified"])
         except ClientError as e:
             raise StorageError(f"S3 list failed for {prefix}: {_code(e)}") from e
+
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
+        full = self._key(prefix)
+        paginator = self.client.get_paginator("list_objects_v2")
+        names: set[str] = set()
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=full, Delimiter="/"):
+                for common in page.get("CommonPrefixes", []):
+                    names.add(common["Prefix"][len(full) :].rstrip("/"))
+        except ClientError as e:
+            raise StorageError(f"S3 list failed for {prefix}: {_code(e)}") from e
+        return sorted(n for n in names if n)
