@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from memlake.maintenance import discover_tenants, run_maintenance
+from memlake.config import Settings
+from memlake.maintenance import discover_tenants, maintenance_policy, run_maintenance
 from memlake.services import default_services
 
 from .lambda_helpers import (
@@ -125,4 +126,4 @@ def test_discover_tenants_on_a_local_lake(tmp_path: Any) -> None:
     (tmp_path / "tenants" / "Not_Valid!").mkdir()
     (tmp_path / "tenants" / "Not_Valid!" / "x").write_text("stray")
     assert discover_tenants(lake.store) == ["alpha", "zeta"]
-    assert run_maintenance(lake).tenants == 2
+    assert run_maintenance(lake, maintenance_policy(Settings(), "scheduled")).tenants == 2
