@@ -102,20 +102,6 @@ def shortest_path(
     return None
 
 
-def find_cycle_if_added(edges: Iterable[Edge], from_id: str, to_id: str) -> list[str] | None:
-    """The directed cycle that adding ``from_id -> to_id`` would close, or ``None``.
-
-    The cycle starts and ends with ``from_id``: ``[from_id, to_id, ..., from_id]``; it is a
-    shortest one (BFS from ``to_id`` back to ``from_id``). A self-loop gives
-    ``[from_id, from_id]``. Pass only the edges whose types must stay acyclic.
-    """
-    if from_id == to_id:
-        return [from_id, from_id]
-    successors = _neighbours(edges, "outgoing")
-    way_back = shortest_path(lambda node: successors.get(node, ()), to_id, from_id)
-    return None if way_back is None else [from_id, *way_back]
-
-
 def find_related(
     edges: Iterable[Edge],
     start: str,
