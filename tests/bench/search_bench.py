@@ -45,10 +45,10 @@ from memlake.lake.compaction import compact  # noqa: E402
 from memlake.search import indexing  # noqa: E402
 from memlake.search.indexing import Embedded, install  # noqa: E402
 from memlake.search.query import SearchParams, hybrid_search, search  # noqa: E402
-from memlake.store.counting import CountingStore  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.tools import add_episode  # noqa: E402
 from memlake.tools.base import Principal, ToolContext  # noqa: E402
+from tests.support.counting import CountingStore  # noqa: E402
 
 TENANT = "bench"
 rng = np.random.default_rng(11)

@@ -28,11 +28,11 @@ from memlake.lake import Lake
 from memlake.lake.engine import RetryPolicy
 from memlake.relationships import relationship_index
 from memlake.store.base import ObjectStore, PreconditionFailed
-from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from memlake.tools import add_episode, add_episode_relationship
 from memlake.tools.base import Principal, ToolContext
+from tests.support.counting import CountingStore
 
 from .conftest import s3_client
 
