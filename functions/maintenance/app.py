@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from memlake.maintenance import run_maintenance
+from memlake.maintenance import maintenance_policy, run_maintenance
 from memlake.services import default_services
 
 logger = Logger(service="memlake-maintenance")
@@ -19,11 +19,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     services = default_services()
     left = context.get_remaining_time_in_millis() / 1000
     deadline = time.monotonic() + left - min(RESERVE_SECONDS, left / 5)
-    report = run_maintenance(
-        services,
-        min_segments=max(2, services.settings.compact_min_segments // 4),
-        embed_passages=16 * services.settings.embed_batch_passages,
-        deadline=deadline,
-    ).to_dict()
+    policy = maintenance_policy(services.settings, "scheduled")
+    report = run_maintenance(services, policy, deadline=deadline).to_dict()
     logger.info("maintenance done", extra=report)
     return report

@@ -8,11 +8,16 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memlake.config import Settings, parse_toolsets
 from memlake.errors import ConfigurationError, MemlakeError, NotFound
+
+if TYPE_CHECKING:
+    from memlake.maintenance import MaintenancePolicy, TenantReport
 
 
 def _settings(args: argparse.Namespace, *, create: bool = False) -> Settings:
@@ -56,19 +61,34 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
     return run_stdio(_settings(args, create=True), tenant=args.tenant)
 
 
-def _cmd_compact(args: argparse.Namespace) -> int:
-    from memlake.lake.compaction import compact
+def _operator_pass(
+    args: argparse.Namespace, step: Callable[[MaintenancePolicy], MaintenancePolicy]
+) -> tuple[TenantReport, MaintenancePolicy]:
+    """One step of maintenance on one tenant: `step` picks it from the operator's policy
+    (maintenance_policy "operator") and applies the command's flags."""
+    from memlake.maintenance import maintain_tenant, maintenance_policy
     from memlake.services import Services
     from memlake.transfer import tenant_snapshot
 
     services = Services.build(_settings(args))
     tenant_snapshot(services.lake, args.tenant)  # a mistyped tenant is an error, not "nothing"
-    report = compact(services.lake, args.tenant, min_segments=args.min_segments)
+    policy = step(maintenance_policy(services.settings, "operator"))
+    return maintain_tenant(services, args.tenant, policy), policy
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from memlake.lake.compaction import CompactionReport
+
+    done, policy = _operator_pass(
+        args,
+        lambda p: replace(p, merge_run=args.min_segments or p.merge_run, gc_grace_seconds=None),
+    )
+    report = done.compaction or CompactionReport()
     if args.json:
         print(json.dumps({"tenant": args.tenant, **asdict(report)}))
     elif report.version is None:
         print(
-            f"tenant {args.tenant}: nothing to compact (no table has {args.min_segments} or more"
+            f"tenant {args.tenant}: nothing to compact (no table has {policy.merge_run} or more"
             " small segments in a row)"
         )
     else:
@@ -82,13 +102,13 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_gc(args: argparse.Namespace) -> int:
-    from memlake.lake.gc import collect_garbage
-    from memlake.services import Services
-    from memlake.transfer import tenant_snapshot
+    from memlake.lake.gc import GcReport
 
-    services = Services.build(_settings(args))
-    tenant_snapshot(services.lake, args.tenant)
-    report = collect_garbage(services.lake, args.tenant, grace_seconds=args.grace_seconds)
+    def gc_only(p: MaintenancePolicy) -> MaintenancePolicy:
+        grace = p.gc_grace_seconds if args.grace_seconds is None else args.grace_seconds
+        return replace(p, compact_at=0, gc_grace_seconds=grace)
+
+    report = _operator_pass(args, gc_only)[0].gc or GcReport()
     if args.json:
         print(json.dumps({"tenant": args.tenant, **asdict(report)}))
     else:
@@ -100,6 +120,31 @@ def _cmd_gc(args: argparse.Namespace) -> int:
             f" kept {_count(report.kept_objects, 'object')}"
         )
     return 0
+
+
+def _cmd_maintain(args: argparse.Namespace) -> int:
+    from memlake.maintenance import maintenance_policy, run_maintenance
+    from memlake.services import Services
+    from memlake.transfer import tenant_snapshot
+
+    services = Services.build(_settings(args))
+    if args.tenant:
+        tenant_snapshot(services.lake, args.tenant)
+    policy = maintenance_policy(services.settings, "scheduled")
+    tenants = [args.tenant] if args.tenant else None
+    report = run_maintenance(services, policy, tenants=tenants)
+    if args.json:
+        print(json.dumps(report.to_dict()))
+    else:
+        failed = f"; failed: {', '.join(report.failed)}" if report.failed else ""
+        print(
+            f"{_count(report.tenants, 'tenant')}: compacted"
+            f" {_count(report.compacted_tables, 'table')}, embedded"
+            f" {_count(report.passages_embedded, 'passage')} ({report.passages_pending} pending),"
+            f" deleted {_count(report.deleted_objects, 'unreferenced object')} and"
+            f" {_count(report.deleted_manifests, 'old manifest')}{failed}"
+        )
+    return 1 if report.failed else 0
 
 
 def _count(n: int, noun: str) -> str:
@@ -151,78 +196,102 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+_TOOLSETS_HELP = (
+    "tools to offer, comma-separated: episodes, layers, graph, all"
+    " (default: MEMLAKE_TOOLSETS, else all)"
+)
+_LAKE_HELP = "local lake directory (default: MEMLAKE_* settings, e.g. S3)"
+
+
+def _command(
+    sub: Any, name: str, func: Callable[[argparse.Namespace], int], summary: str, **tenant: Any
+) -> argparse.ArgumentParser:
+    """A subcommand with, unless tenant=None, a --tenant option (`tenant`: its settings)."""
+    cmd: argparse.ArgumentParser = sub.add_parser(name, help=summary)
+    cmd.set_defaults(func=func)
+    if tenant.get("tenant", "") is not None:
+        cmd.add_argument("--tenant", **{k: v for k, v in tenant.items() if k != "tenant"})
+    return cmd
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memlake", description="Episodic memory over MCP")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="serve MCP over HTTP at /mcp on a local lake")
+    serve = _command(
+        sub, "serve", _cmd_serve, "serve MCP over HTTP at /mcp on a local lake", tenant=None
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--data", help="lake directory (default ./memlake-data)")
-    serve.add_argument(
-        "--toolsets",
-        help="tools to offer, comma-separated: episodes, layers, graph, all"
-        " (default: MEMLAKE_TOOLSETS, else all)",
-    )
-    serve.set_defaults(func=_cmd_serve)
+    serve.add_argument("--toolsets", help=_TOOLSETS_HELP)
 
-    stdio = sub.add_parser(
-        "stdio", help="speak MCP over stdin/stdout (Claude Desktop, Claude Code, Cursor)"
+    stdio = _command(
+        sub,
+        "stdio",
+        _cmd_stdio,
+        "speak MCP over stdin/stdout (Claude Desktop, Claude Code, Cursor)",
+        default="default",
+        help="whose memory (default: default)",
     )
     stdio.add_argument(
         "--data", help="lake directory, best absolute (default ./memlake-data, or S3 by MEMLAKE_*)"
     )
-    stdio.add_argument("--tenant", default="default", help="whose memory (default: default)")
-    stdio.add_argument(
-        "--toolsets",
-        help="tools to offer, comma-separated: episodes, layers, graph, all"
-        " (default: MEMLAKE_TOOLSETS, else all)",
+    stdio.add_argument("--toolsets", help=_TOOLSETS_HELP)
+
+    comp = _command(
+        sub, "compact", _cmd_compact, "merge small segments of a tenant", default="default"
     )
-    stdio.set_defaults(func=_cmd_stdio)
-
-    comp = sub.add_parser("compact", help="merge small segments of a tenant")
-    comp.add_argument("--tenant", default="default")
     comp.add_argument("--data")
-    comp.add_argument("--min-segments", type=int, default=2)
+    comp.add_argument("--min-segments", type=int, help="shortest run merged (default 2)")
     comp.add_argument("--json", action="store_true", help="print the report as JSON")
-    comp.set_defaults(func=_cmd_compact)
 
-    gc = sub.add_parser("gc", help="remove objects no manifest references")
-    gc.add_argument("--tenant", default="default")
+    gc = _command(sub, "gc", _cmd_gc, "remove objects no manifest references", default="default")
     gc.add_argument("--data")
-    gc.add_argument("--grace-seconds", type=float, default=900)
+    gc.add_argument("--grace-seconds", type=float, help="keep younger objects (default 900)")
     gc.add_argument("--json", action="store_true", help="print the report as JSON")
-    gc.set_defaults(func=_cmd_gc)
 
-    exp = sub.add_parser("export", help="write a tenant's tables as JSON Lines (stdout)")
-    exp.add_argument("--tenant", required=True)
-    exp.add_argument("--data", help="local lake directory (default: MEMLAKE_* settings, e.g. S3)")
+    maint = _command(
+        sub,
+        "maintain",
+        _cmd_maintain,
+        "what the scheduled maintenance function does: embed pending passages, compact, gc",
+        help="only this tenant (default: every tenant in the lake)",
+    )
+    maint.add_argument("--data", help=_LAKE_HELP)
+    maint.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    exp = _command(
+        sub, "export", _cmd_export, "write a tenant's tables as JSON Lines (stdout)", required=True
+    )
+    exp.add_argument("--data", help=_LAKE_HELP)
     exp.add_argument("--output", "-o", help="write to this file instead of stdout")
     exp.add_argument(
         "--no-vectors",
         action="store_true",
         help="leave out search vectors (most of the size); import embeds those episodes again",
     )
-    exp.set_defaults(func=_cmd_export)
 
-    imp = sub.add_parser("import", help="load a `memlake export` file into a tenant")
+    imp = _command(
+        sub, "import", _cmd_import, "load a `memlake export` file into a tenant", required=True
+    )
     imp.add_argument("file", help="JSON Lines file, or - for stdin")
-    imp.add_argument("--tenant", required=True)
-    imp.add_argument("--data", help="local lake directory (default: MEMLAKE_* settings, e.g. S3)")
+    imp.add_argument("--data", help=_LAKE_HELP)
     imp.add_argument("--batch-size", type=int, default=500, help="rows per commit")
-    imp.set_defaults(func=_cmd_import)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    # numpy's thread pools read these when it is first imported (a command imports it later):
+    # one thread each, unless the caller chose (a write, not a setting: config.py reads)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    logging.basicConfig(
-        level=os.environ.get("MEMLAKE_LOG_LEVEL", "WARNING"),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
     args = build_parser().parse_args(argv)
     try:
+        logging.basicConfig(
+            level=Settings.from_env().log_level,
+            format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        )
         return int(args.func(args))
     except NotFound as e:  # e.g. export of a tenant the lake has no data for
         print(f"memlake: {e.message}", file=sys.stderr)

@@ -95,6 +95,8 @@ class Settings:
     embed_batch_passages: int = 256
     #: which tools tools/list offers and tools/call accepts on the MCP doors (TOOLSET_NAMES)
     toolsets: tuple[str, ...] = ("all",)
+    #: the CLI's logging level (a name like INFO or a number); the Lambda doors use Powertools'
+    log_level: str = "WARNING"
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -141,7 +143,7 @@ class Settings:
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
             shard_cache_dir=os.environ.get(
                 "MEMLAKE_SHARD_CACHE_DIR",
-                "/tmp/memlake-shards" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "",
+                "/tmp/memlake-shards" if in_lambda() else "",
             ),
             cursor_key=_cursor_key(),
             http_idle_timeout=_int("MEMLAKE_HTTP_IDLE_TIMEOUT", 15, low=1),
@@ -150,6 +152,7 @@ class Settings:
             http_workers=_int("MEMLAKE_HTTP_WORKERS", 16, low=1),
             http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024, low=1),
             toolsets=parse_toolsets(os.environ.get("MEMLAKE_TOOLSETS", "")),
+            log_level=os.environ.get("MEMLAKE_LOG_LEVEL", "WARNING"),
         )
 
 
@@ -210,6 +213,21 @@ def _embedder() -> str:
     if kind not in ("minilm", "bedrock"):
         raise ConfigurationError(f"MEMLAKE_EMBEDDER must be 'minilm' or 'bedrock', got {kind!r}")
     return kind
+
+
+# What the platform sets, read live on every call (tests and Lambda flip them per process) ----
+def in_lambda() -> bool:
+    """Inside a Lambda function (the runtime sets AWS_LAMBDA_FUNCTION_NAME)."""
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+def tracing_enabled() -> bool:
+    """X-Ray active tracing is on (Lambda sets AWS_XRAY_DAEMON_ADDRESS) and Powertools'
+    POWERTOOLS_TRACE_DISABLED does not turn it off."""
+    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower()
+    if disabled in ("1", "true", "yes", "on"):
+        return False
+    return bool(os.environ.get("AWS_XRAY_DAEMON_ADDRESS"))
 
 
 @lru_cache(maxsize=1)

@@ -47,19 +47,6 @@ def new_id() -> str:
     return _encode(millis, 10) + _encode(rand, 16)
 
 
-def id_time_millis(value: str) -> int | None:
-    """Milliseconds encoded in a generated id, or None for ids of another shape."""
-    if len(value) != 26:
-        return None
-    total = 0
-    for ch in value[:10].upper():
-        idx = _CROCKFORD.find(ch)
-        if idx < 0:
-            return None
-        total = total * 32 + idx
-    return total
-
-
 def check_id(value: object, *, field: str = "id", prefix: str = "") -> str:
     """Validate an id from a caller; strips an optional 'prefix:' (e.g. 'episode:')."""
     if not isinstance(value, str):

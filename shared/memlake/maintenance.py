@@ -1,9 +1,14 @@
-"""Scheduled lake maintenance for every tenant in the store: the vectors writes left pending
+"""Lake maintenance, one policy for every door: the vectors writes left pending
 (memlake.search.backfill), then compaction, then GC.
 
-The MaintenanceFunction (EventBridge schedule) runs this; it is the only Lambda allowed to
-list and delete objects. `memlake serve` and `memlake stdio` do the same work in a background
-thread (Maintenance) for the tenants they have touched (embed_pending_tenants on every tick).
+`maintenance_policy(settings, door)` holds every threshold, derived from Settings; the doors
+differ only in how often they run (docs/decisions/1155-maintenance-policy.md):
+- "tick": `memlake serve` and `memlake stdio` run `run_maintenance` in a background thread
+  (Maintenance) every 2 s over the tenants they have touched, GC hourly;
+- "scheduled": the MaintenanceFunction (EventBridge, hourly) over every tenant in the store;
+  it is the only Lambda allowed to list and delete objects;
+- "operator": `memlake maintain` runs the scheduled pass; `memlake compact` / `memlake gc`
+  run one step of `maintain_tenant` with the operator's thresholds.
 One tenant's failure is logged and does not stop the others.
 """
 
@@ -12,131 +17,166 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from memlake.errors import MemlakeError
 from memlake.ids import TENANT_PATTERN
-from memlake.lake.compaction import compact
-from memlake.lake.gc import collect_garbage
-from memlake.search.backfill import embed_pending
+from memlake.lake.compaction import CompactionReport, compact
+from memlake.lake.gc import GRACE_SECONDS, GcReport, collect_garbage
+from memlake.search.backfill import BackfillReport, embed_pending
 from memlake.store.base import ObjectStore
 
 if TYPE_CHECKING:
+    from memlake.config import Settings
     from memlake.services import Services
 
 log = logging.getLogger("memlake.maintenance")
 TENANTS_PREFIX = "tenants/"
+#: the local tick collects garbage this often (GC lists every object of a tenant)
+GC_EVERY_SECONDS = 3600.0
+#: embedding batches one scheduled run may spend per tenant (it also stops at its deadline)
+SCHEDULED_EMBED_BATCHES = 16
+
+Door = Literal["tick", "scheduled", "operator"]
+
+
+@dataclass(frozen=True)
+class MaintenancePolicy:
+    """What one pass does to a tenant. Build it with maintenance_policy, not by hand."""
+
+    #: compact once some table has this many segments (1: whenever a run qualifies; 0: never)
+    compact_at: int
+    #: ... merging each run of at least this many small segments in a row
+    merge_run: int
+    #: pending passages embedded per tenant (0: none)
+    embed_passages: int
+    #: ... and over all the tenants of one run (None: no cap beyond the per-tenant one)
+    embed_budget: int | None
+    #: delete objects unreferenced for this long (None: no GC in this pass)
+    gc_grace_seconds: float | None
+
+
+def maintenance_policy(settings: Settings, door: Door) -> MaintenancePolicy:
+    """Every maintenance threshold, from MEMLAKE_COMPACT_MIN_SEGMENTS and
+    MEMLAKE_EMBED_BATCH_PASSAGES, by how often the door runs."""
+    segments, batch = settings.compact_min_segments, settings.embed_batch_passages
+    if door == "tick":  # every 2 s: wait for a pile of segments; one batch over all tenants
+        return MaintenancePolicy(segments, segments // 2, batch, batch, GRACE_SECONDS)
+    if door == "scheduled":  # hourly: merge shorter runs; embed more, per tenant
+        runs = max(2, segments // 4)
+        return MaintenancePolicy(1, runs, SCHEDULED_EMBED_BATCHES * batch, None, GRACE_SECONDS)
+    # an operator asked for it now: merge any run of two (`memlake compact --min-segments`)
+    return MaintenancePolicy(1, 2, 0, None, GRACE_SECONDS)
 
 
 @dataclass
-class MaintenanceReport:
+class TenantReport:
+    embedded: BackfillReport | None = None
+    embed_failed: bool = False
+    compaction: CompactionReport | None = None
+    gc: GcReport | None = None
+
+
+@dataclass
+class MaintenanceReport(GcReport):
+    """A run over many tenants: the sum of their GC reports, and the rest."""
+
     tenants: int = 0
     compacted_tables: int = 0
     rows_dropped: int = 0
-    deleted_objects: int = 0
-    deleted_manifests: int = 0
     passages_embedded: int = 0
     passages_pending: int = 0
     failed: list[str] = field(default_factory=list)
+
+    def add(self, one: TenantReport) -> None:
+        if one.embedded is not None:
+            self.passages_embedded += one.embedded.passages
+            self.passages_pending += one.embedded.left
+        if one.compaction is not None:
+            self.compacted_tables += len(one.compaction.merged)
+            self.rows_dropped += one.compaction.rows_dropped
+        if one.gc is not None:
+            for f in fields(GcReport):
+                setattr(self, f.name, getattr(self, f.name) + getattr(one.gc, f.name))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _s3_tenants(store: Any) -> set[str]:
-    """Tenant folders by delimiter listing: one page per 1000 tenants, not one per object."""
-    prefix = store.prefix + TENANTS_PREFIX
-    pages = store.client.get_paginator("list_objects_v2").paginate(
-        Bucket=store.bucket, Prefix=prefix, Delimiter="/"
-    )
-    found = set()
-    for page in pages:
-        for common in page.get("CommonPrefixes", []):
-            found.add(common["Prefix"][len(prefix) :].rstrip("/"))
-    return found
-
-
 def discover_tenants(store: ObjectStore) -> list[str]:
     """Every tenant with objects in the store (names that are not valid tenants are skipped)."""
-    from memlake.store.s3 import S3Store
-
-    if isinstance(store, S3Store):
-        names = _s3_tenants(store)
-    else:
-        names = {
-            info.key[len(TENANTS_PREFIX) :].split("/", 1)[0] for info in store.list(TENANTS_PREFIX)
-        }
-    return sorted(n for n in names if TENANT_PATTERN.match(n))
+    return [n for n in store.list_prefixes(TENANTS_PREFIX) if TENANT_PATTERN.match(n)]
 
 
-def embed_pending_tenants(
-    services: Services, tenants: list[str], *, max_passages: int, deadline: float | None = None
-) -> int:
-    """The local server's share of the deferred embedding: at most `max_passages` passages
-    over all `tenants` (one maintenance tick); returns how many were embedded."""
-    done = 0
-    for tenant in tenants:
-        if done >= max_passages:
-            break
+def maintain_tenant(
+    services: Services, tenant: str, policy: MaintenancePolicy, *, deadline: float | None = None
+) -> TenantReport:
+    """One pass over one tenant: up to `policy.embed_passages` pending passages (stopping at
+    `deadline`, a time.monotonic() value), compaction, GC. An embedding failure (a model that
+    will not load, say) is logged and reported and never stops compaction; compaction and GC
+    raise."""
+    lake = services.lake
+    out = TenantReport()
+    if policy.embed_passages > 0:
         try:
-            done += embed_pending(
-                services.lake,
+            out.embedded = embed_pending(
+                lake,
                 services.search,
                 tenant,
-                max_passages=max_passages - done,
+                max_passages=policy.embed_passages,
                 deadline=deadline,
-            ).passages
-        except Exception:  # a background thread: log it, try again on the next tick
+            )
+        except Exception:
             log.exception("embedding pending passages failed for tenant %s", tenant)
-    return done
+            out.embed_failed = True
+    if policy.compact_at == 1 or (
+        policy.compact_at > 1
+        and any(len(s) >= policy.compact_at for s in lake.snapshot(tenant).manifest.tables.values())
+    ):
+        out.compaction = compact(lake, tenant, min_segments=policy.merge_run)
+    if policy.gc_grace_seconds is not None:
+        out.gc = collect_garbage(lake, tenant, grace_seconds=policy.gc_grace_seconds)
+    return out
 
 
 def run_maintenance(
     services: Services,
+    policy: MaintenancePolicy,
     *,
     tenants: list[str] | None = None,
-    min_segments: int = 8,
-    grace_seconds: float = 900,
-    embed_passages: int = 4096,
     deadline: float | None = None,
 ) -> MaintenanceReport:
-    """Every tenant: up to `embed_passages` pending passages (stopping at `deadline`, a
-    time.monotonic() value), compaction, GC."""
+    """maintain_tenant for every tenant (default: every tenant in the store), within the
+    policy's embedding budget; a tenant that fails is logged and listed in `failed`."""
     report = MaintenanceReport()
-    lake = services.lake
-    for tenant in tenants if tenants is not None else discover_tenants(lake.store):
+    budget = policy.embed_budget
+    for tenant in tenants if tenants is not None else discover_tenants(services.lake.store):
         report.tenants += 1
-        failed = False
-        try:  # an embedding failure (a model that will not load, say) must not stop compaction
-            vec = embed_pending(
-                lake, services.search, tenant, max_passages=embed_passages, deadline=deadline
-            )
-            report.passages_embedded += vec.passages
-            report.passages_pending += vec.left
-        except Exception:
-            log.exception("embedding pending passages failed for tenant %s", tenant)
-            failed = True
+        step = (
+            policy
+            if budget is None
+            else replace(policy, embed_passages=min(policy.embed_passages, budget))
+        )
         try:
-            comp = compact(lake, tenant, min_segments=min_segments)
-            report.compacted_tables += len(comp.merged)
-            report.rows_dropped += comp.rows_dropped
-            gc = collect_garbage(lake, tenant, grace_seconds=grace_seconds)
-            report.deleted_objects += gc.deleted_objects
-            report.deleted_manifests += gc.deleted_manifests
+            one = maintain_tenant(services, tenant, step, deadline=deadline)
         except Exception as e:  # one tenant's failure never stops the others
             code = e.code if isinstance(e, MemlakeError) else type(e).__name__
             log.error("maintenance failed for tenant %s: %s", tenant, code, exc_info=True)
-            failed = True
-        if failed:
             report.failed.append(tenant)
+            continue
+        report.add(one)
+        if one.embed_failed:
+            report.failed.append(tenant)
+        if budget is not None and one.embedded is not None:
+            budget -= one.embedded.passages
     return report
 
 
 class Maintenance(threading.Thread):
     """The local doors' background maintenance (`memlake serve`, `memlake stdio`): every
-    `interval` seconds compacts the tenants this process touched whose small segments pile
-    up, embeds passages left pending, and collects garbage hourly."""
+    `interval` seconds run_maintenance over the tenants this process touched, with the
+    "tick" policy (GC every GC_EVERY_SECONDS)."""
 
     def __init__(self, services: Services, interval: float = 2.0) -> None:
         super().__init__(name="memlake-maintenance", daemon=True)
@@ -153,21 +193,10 @@ class Maintenance(threading.Thread):
                 log.exception("maintenance tick failed")
 
     def tick(self) -> None:
-        lake = self.services.lake
-        min_segments = self.services.settings.compact_min_segments
-        gc_due = time.monotonic() - self._last_gc > 3600
-        tenants = lake.known_tenants()
-        for tenant in tenants:
-            try:
-                snap = lake.snapshot(tenant)
-                if any(len(s) >= min_segments for s in snap.manifest.tables.values()):
-                    compact(lake, tenant, min_segments=min_segments // 2)
-                if gc_due:
-                    collect_garbage(lake, tenant)
-            except Exception:
-                log.exception("maintenance failed for tenant %s", tenant)
+        policy = maintenance_policy(self.services.settings, "tick")
+        gc_due = time.monotonic() - self._last_gc > GC_EVERY_SECONDS
+        if not gc_due:
+            policy = replace(policy, gc_grace_seconds=None)
+        run_maintenance(self.services, policy, tenants=self.services.lake.known_tenants())
         if gc_due:
             self._last_gc = time.monotonic()
-        embed_pending_tenants(  # vectors writes left pending
-            self.services, tenants, max_passages=self.services.settings.embed_batch_passages
-        )

@@ -8,10 +8,11 @@ when active tracing is on, and POWERTOOLS_TRACE_DISABLED=true turns it off. Else
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
+
+from memlake.config import in_lambda, tracing_enabled
 
 F = Callable[..., Any]
 
@@ -25,13 +26,6 @@ class NoTracer:
 
     def capture_lambda_handler(self, lambda_handler: F) -> F:
         return lambda_handler
-
-
-def tracing_enabled() -> bool:
-    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower()
-    if disabled in ("1", "true", "yes", "on"):
-        return False
-    return bool(os.environ.get("AWS_XRAY_DAEMON_ADDRESS"))
 
 
 def make_tracer(service: str) -> TracerLike:
@@ -54,7 +48,7 @@ def count(name: str, value: int = 1) -> None:
     which the handler's @metrics.log_metrics flushes with the invocation's other metrics."""
     with _counts_lock:
         _counts[name] = _counts.get(name, 0) + value
-    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+    if in_lambda():
         from aws_lambda_powertools import Metrics
         from aws_lambda_powertools.metrics import MetricUnit
 

@@ -15,6 +15,7 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -22,15 +23,17 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: tests.support
+
 from memlake.config import Settings
 from memlake.context import Principal, ToolContext
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
 from memlake.server import Maintenance, build_app
-from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
 from memlake.tools import add_episode, get_episode
+from tests.support.counting import CountingStore
 from tests.wiring import bare_lake, services_for
 
 WORDS = [

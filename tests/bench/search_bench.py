@@ -46,9 +46,9 @@ from memlake.lake.compaction import compact  # noqa: E402
 from memlake.search import embedding  # noqa: E402
 from memlake.search.indexing import Embedded  # noqa: E402
 from memlake.search.query import SearchParams, search  # noqa: E402
-from memlake.store.counting import CountingStore  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.tools import add_episode  # noqa: E402
+from tests.support.counting import CountingStore  # noqa: E402
 from tests.wiring import bare_lake, indexed_context  # noqa: E402
 
 TENANT = "bench"

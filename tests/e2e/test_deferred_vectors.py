@@ -18,7 +18,7 @@ import pytest
 from moto import mock_aws
 
 from memlake.config import Settings
-from memlake.maintenance import run_maintenance
+from memlake.maintenance import maintenance_policy, run_maintenance
 from memlake.server import build_app
 from memlake.services import Services
 from memlake.store.s3 import S3Store
@@ -119,7 +119,8 @@ def test_long_content_on_s3(s3_services: Services) -> None:
         hit = _hit(found, episode_id)
         assert hit is None or hit["vector_score"] < 0.1  # its embedded passages miss the query
         # WHEN the scheduled maintenance runs (what functions/maintenance/app.py calls)
-        report = run_maintenance(s3_services)
+        policy = maintenance_policy(s3_services.settings, "scheduled")
+        report = run_maintenance(s3_services, policy)
         assert report.failed == [] and report.passages_embedded == added["vectors_pending"]
         assert report.passages_pending == 0
         _check_done(*run(_read(url, episode_id)))

@@ -14,8 +14,8 @@ from moto import mock_aws
 from memlake.config import Settings
 from memlake.server import build_app
 from memlake.services import Services
-from memlake.store.counting import CountingStore
 from memlake.store.s3 import S3Store
+from tests.support.counting import CountingStore
 
 from .conftest import API_KEYS, TOKENS
 from .mcp_helpers import call, connect, run, serve_in_thread, serve_subprocess

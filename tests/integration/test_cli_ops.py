@@ -154,3 +154,26 @@ def test_compact_and_gc_print_a_summary_and_json(tmp_path: Path) -> None:
         " kept 1 object\n"  # the one compacted segment
     )
     assert "Report(" not in human.stdout + human_gc.stdout
+
+
+def test_maintain_runs_the_scheduled_pass_over_every_tenant(tmp_path: Path) -> None:
+    # GIVEN two tenants with nine one-row segments each (the scheduled pass merges runs of 8)
+    lake = bare_lake(LocalStore(tmp_path))
+    for tenant in ("alpha", "beta"):
+        for i in range(9):
+            lake.commit(tenant, lambda txn, i=i: txn.put("episodes", _episode(i)))
+    # WHEN `memlake maintain` runs, as the scheduled maintenance function would
+    human = memlake("maintain", "--data", str(tmp_path))
+    # THEN one sentence covers both tenants, and both were compacted
+    assert human.returncode == 0, human.stderr
+    assert human.stdout == (
+        "2 tenants: compacted 2 tables, embedded 0 passages (0 pending), deleted 0"
+        " unreferenced objects and 0 old manifests\n"
+    )
+    for tenant in ("alpha", "beta"):
+        manifest = bare_lake(LocalStore(tmp_path)).snapshot(tenant).manifest
+        assert len(manifest.segments("episodes")) == 1
+    one = memlake("maintain", "--data", str(tmp_path), "--tenant", "alpha", "--json")
+    assert json.loads(one.stdout)["tenants"] == 1 and json.loads(one.stdout)["failed"] == []
+    missing = memlake("maintain", "--data", str(tmp_path), "--tenant", "nobody")
+    assert_one_line_error(missing, 1, "nobody")

@@ -29,10 +29,10 @@ from memlake.lake import Lake
 from memlake.lake.engine import RetryPolicy
 from memlake.relationships import relationship_index
 from memlake.store.base import ObjectStore, PreconditionFailed
-from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from memlake.tools import add_episode, add_episode_relationship
+from tests.support.counting import CountingStore
 from tests.wiring import bare_lake, tool_context
 
 from .conftest import s3_client

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from memlake.maintenance import discover_tenants, run_maintenance
+from memlake.config import Settings
+from memlake.maintenance import discover_tenants, maintenance_policy, run_maintenance
 from memlake.services import default_services
 from tests.wiring import bare_lake, services_for
 
@@ -125,4 +126,5 @@ def test_discover_tenants_on_a_local_lake(tmp_path: Any) -> None:
     (tmp_path / "tenants" / "Not_Valid!").mkdir()
     (tmp_path / "tenants" / "Not_Valid!" / "x").write_text("stray")
     assert discover_tenants(lake.store) == ["alpha", "zeta"]
-    assert run_maintenance(services_for(lake)).tenants == 2
+    policy = maintenance_policy(Settings(), "scheduled")
+    assert run_maintenance(services_for(lake), policy).tenants == 2

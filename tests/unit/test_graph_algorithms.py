@@ -14,11 +14,12 @@ from memlake.graph import (
     RELATIONSHIP_TYPES,
     Edge,
     Related,
-    find_cycle_if_added,
     find_related,
     reachable,
     topological_order,
 )
+from memlake.relationships.index import EMPTY, EdgeView
+from memlake.relationships.table import Rel
 
 NODES = "abcdefg"
 # Dyadic strengths (k/8) multiply exactly in binary floating point, so brute force and the
@@ -79,7 +80,14 @@ def test_reachable_unknown_start_and_bad_direction() -> None:
         reachable([], "a", direction="sideways")  # type: ignore[arg-type]
 
 
-# --- find_cycle_if_added ---------------------------------------------------------------
+# --- cycle_if_added: the production check (EdgeView over the relationship index) ----------
+
+
+def find_cycle_if_added(edges: list[Edge], from_id: str, to_id: str) -> list[str] | None:
+    """What add_episode_relationship / validate_no_cycles ask: EdgeView.cycle_if_added over an
+    index holding `edges` (it follows only the ordering types, ACYCLIC_TYPES)."""
+    rels = {e.id: Rel(e.id, e.from_id, e.to_id, e.type, e.strength, 0, None) for e in edges}
+    return EdgeView(EMPTY.derive(1, (), rels)).cycle_if_added(from_id, to_id)
 
 
 def test_find_cycle_if_added_examples() -> None:
@@ -91,9 +99,16 @@ def test_find_cycle_if_added_examples() -> None:
     assert find_cycle_if_added([edge("1", "b", "a")], "a", "b") == ["a", "b", "a"]
 
 
+def test_cycle_if_added_follows_only_the_ordering_types() -> None:
+    ordering = [edge("1", "b", "x", type_="follows"), edge("2", "x", "a", type_="causes")]
+    assert find_cycle_if_added(ordering, "a", "b") == ["a", "b", "x", "a"]
+    other = [edge("1", "b", "x", type_="part_of"), edge("2", "x", "a", type_="follows")]
+    assert find_cycle_if_added(other, "a", "b") is None
+
+
 @given(edge_lists(), st.sampled_from(NODES), st.sampled_from(NODES))
 def test_find_cycle_if_added_matches_networkx(edges: list[Edge], src: str, dst: str) -> None:
-    graph = digraph(edges, NODES)
+    graph = digraph([e for e in edges if e.type in ACYCLIC_TYPES], NODES)
     cycle = find_cycle_if_added(edges, src, dst)
     closes = src == dst or nx.has_path(graph, dst, src)
     assert (cycle is not None) == closes

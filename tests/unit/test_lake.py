@@ -13,8 +13,8 @@ from memlake.lake import Lake, Transaction, keys
 from memlake.lake.compaction import compact
 from memlake.lake.engine import Hooks
 from memlake.lake.gc import collect_garbage
-from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore
+from tests.support.counting import CountingStore
 from tests.wiring import bare_lake
 
 

@@ -4,12 +4,14 @@ the other tenants, and the local background thread survives any error of a tick.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memlake import maintenance
+from memlake.config import Settings
 from memlake.lake import Lake
 from memlake.store.local import LocalStore
 from tests.wiring import bare_lake, services_for
@@ -37,7 +39,8 @@ def test_a_failing_embedding_pass_still_compacts_every_tenant(
 
     lake = lake_with_small_segments(tmp_path)
     monkeypatch.setattr(maintenance, "embed_pending", broken)
-    report = maintenance.run_maintenance(services_for(lake), min_segments=2)
+    policy = maintenance.maintenance_policy(Settings(), "operator")
+    report = maintenance.run_maintenance(services_for(lake), replace(policy, embed_passages=64))
     assert report.tenants == 2 and report.failed == ["alpha"]
     for tenant in ("alpha", "beta"):
         assert len(lake.snapshot(tenant).manifest.segments("episodes")) == 1

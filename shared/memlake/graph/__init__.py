@@ -3,7 +3,6 @@
 from memlake.graph.algorithms import (
     MAX_RELATED_DEPTH,
     Neighbours,
-    find_cycle_if_added,
     find_related,
     find_related_from,
     reachable,
@@ -34,7 +33,6 @@ __all__ = [
     "OrderedNode",
     "Related",
     "TopologicalOrder",
-    "find_cycle_if_added",
     "find_related",
     "find_related_from",
     "normalize_label",

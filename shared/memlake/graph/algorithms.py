@@ -29,12 +29,12 @@ _Label = tuple[float, int, tuple[str, ...]]
 Neighbours = Callable[[str], Iterable[tuple[str, str, float]]]
 
 
-def _check_direction(direction: str) -> None:
+def check_direction(direction: str) -> None:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
 
 
-def _check_depth_and_strength(max_depth: int, min_strength: float) -> None:
+def check_depth_and_strength(max_depth: int, min_strength: float) -> None:
     if isinstance(max_depth, bool) or not isinstance(max_depth, int):
         raise ValueError(f"max_depth must be an int, got {max_depth!r}")
     if not 1 <= max_depth <= MAX_RELATED_DEPTH:
@@ -59,7 +59,7 @@ def reachable(edges: Iterable[Edge], start: str, direction: Direction = "outgoin
     ``"outgoing"`` gives what depends on ``start`` (like ``networkx.descendants``),
     ``"incoming"`` what ``start`` depends on (``networkx.ancestors``).
     """
-    _check_direction(direction)
+    check_direction(direction)
     adjacency = _neighbours(edges, direction)
     seen = {start}
     stack = [start]
@@ -102,20 +102,6 @@ def shortest_path(
     return None
 
 
-def find_cycle_if_added(edges: Iterable[Edge], from_id: str, to_id: str) -> list[str] | None:
-    """The directed cycle that adding ``from_id -> to_id`` would close, or ``None``.
-
-    The cycle starts and ends with ``from_id``: ``[from_id, to_id, ..., from_id]``; it is a
-    shortest one (BFS from ``to_id`` back to ``from_id``). A self-loop gives
-    ``[from_id, from_id]``. Pass only the edges whose types must stay acyclic.
-    """
-    if from_id == to_id:
-        return [from_id, from_id]
-    successors = _neighbours(edges, "outgoing")
-    way_back = shortest_path(lambda node: successors.get(node, ()), to_id, from_id)
-    return None if way_back is None else [from_id, *way_back]
-
-
 def find_related(
     edges: Iterable[Edge],
     start: str,
@@ -136,8 +122,8 @@ def find_related(
     Raises ValueError unless ``1 <= max_depth <= 5``, ``0 < min_strength <= 1`` and
     ``direction`` is valid.
     """
-    _check_depth_and_strength(max_depth, min_strength)
-    _check_direction(direction)
+    check_depth_and_strength(max_depth, min_strength)
+    check_direction(direction)
     wanted = None if types is None else frozenset((types,) if isinstance(types, str) else types)
 
     adjacency: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
@@ -162,7 +148,7 @@ def find_related_from(
     ``neighbours(node)`` yields ``(neighbour, edge_id, strength)`` for the edges to follow out
     of ``node`` (already filtered by type and direction). Same result order and guarantees.
     """
-    _check_depth_and_strength(max_depth, min_strength)
+    check_depth_and_strength(max_depth, min_strength)
     # Level-wise (Bellman-Ford style) relaxation keeping ONE best label per node. After round
     # k, best[v] is the best *walk* of <= k edges to v under the order (-product, hops, path).
     # That is exact for *simple* paths because strengths are in [0, 1]:

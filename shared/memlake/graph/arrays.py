@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from memlake.graph.algorithms import _check_depth_and_strength, _check_direction
+from memlake.graph.algorithms import check_depth_and_strength, check_direction
 from memlake.graph.model import Direction, Related
 
 
@@ -55,7 +55,7 @@ class ArcArrays:
 
     @classmethod
     def build(cls, edges: Iterable[EdgeLike], direction: Direction = "both") -> ArcArrays:
-        _check_direction(direction)
+        check_direction(direction)
         edge_list = list(edges)
         nodes = sorted({e.from_id for e in edge_list} | {e.to_id for e in edge_list})
         index = {node: i for i, node in enumerate(nodes)}
@@ -90,7 +90,7 @@ def find_related_arrays(
     limit: int | None = None,
 ) -> tuple[list[Related], int]:
     """The first ``limit`` results of find_related (all when None) and how many there are."""
-    _check_depth_and_strength(max_depth, min_strength)
+    check_depth_and_strength(max_depth, min_strength)
     origin = arcs.index.get(start)
     if origin is None:
         return [], 0

@@ -9,17 +9,13 @@ asked to.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-RELATIONSHIP_TYPES: tuple[str, ...] = (
-    "follows",
-    "causes",
-    "part_of",
-    "related_to",
-    "contradicts",
-    "refines",
-)
-ACYCLIC_TYPES: frozenset[str] = frozenset({"follows", "causes"})
+RelationshipType = Literal["follows", "causes", "part_of", "related_to", "contradicts", "refines"]
+#: the ordering types ("from comes before to"), which must stay acyclic
+OrderType = Literal["follows", "causes"]
+RELATIONSHIP_TYPES: tuple[RelationshipType, ...] = get_args(RelationshipType)
+ACYCLIC_TYPES: frozenset[str] = frozenset(get_args(OrderType))
 
 Direction = Literal["outgoing", "incoming", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("outgoing", "incoming", "both")

@@ -17,6 +17,8 @@ from memlake.lake import keys
 from memlake.lake.engine import Lake
 
 MIN_GRACE_SECONDS = 60
+#: the grace period every door uses (memlake.maintenance.maintenance_policy)
+GRACE_SECONDS = 900.0
 
 
 @dataclass
@@ -31,7 +33,7 @@ def collect_garbage(
     lake: Lake,
     tenant: str,
     *,
-    grace_seconds: float = 900,
+    grace_seconds: float = GRACE_SECONDS,
     history_seconds: float = 7 * 86400,
     now: datetime | None = None,
 ) -> GcReport:

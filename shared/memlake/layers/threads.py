@@ -30,7 +30,6 @@ from memlake.layers.tables import (
 from memlake.timeutil import iso, now, parse_time
 
 PENDING, PROCESSING, COMPLETED = "pending", "processing", "completed"
-STATUSES = (PENDING, PROCESSING, COMPLETED)
 #: (from, to) -> name of the move; everything else is refused
 MOVES = {
     (PENDING, PROCESSING): "claim",

@@ -5,8 +5,6 @@ from __future__ import annotations
 MODERN_VERSIONS = ("2026-07-28",)
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
 SUPPORTED_VERSIONS = MODERN_VERSIONS + HANDSHAKE_VERSIONS
-#: what a request without MCP-Protocol-Version is assumed to speak (spec: 2025-03-26)
-ASSUMED_VERSION = "2025-03-26"
 #: header values we accept as legacy without answering 400 (older clients' defaults)
 LEGACY_TOLERATED = (*HANDSHAKE_VERSIONS, "2025-03-26")
 

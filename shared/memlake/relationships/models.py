@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
+from memlake.graph.model import Direction as Direction  # the one definition, re-exported
+from memlake.graph.model import OrderType as OrderType
+from memlake.graph.model import RelationshipType as RelationshipType
 from memlake.ids import check_id
 from memlake.models import Output
 
-RelationshipType = Literal["follows", "causes", "part_of", "related_to", "contradicts", "refines"]
-OrderType = Literal["follows", "causes"]
-Direction = Literal["outgoing", "incoming", "both"]
 MAX_EPISODE_IDS = 500
 
 

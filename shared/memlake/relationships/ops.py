@@ -92,16 +92,8 @@ def add(txn: Transaction, new: NewRelationship) -> None:
                 hint="Check with validate_no_cycles first, or use related_to for a loose link.",
             )
     txn.put(TABLE, new.row())
-    audit.record(
-        txn,
-        "add_relationship",
-        token_id=new.token_id,
-        relationship_id=new.id,
-        from_id=new.from_id,
-        to_id=new.to_id,
-        type=new.type,
-        details={"strength": new.strength, "metadata": new.metadata or {}},
-    )
+    details = {"strength": new.strength, "metadata": new.metadata or {}}
+    _audit(txn, "add_relationship", new, details, token_id=new.token_id)
 
 
 def remove(txn: Transaction, relationship_id: str, token_id: str) -> Rel:
@@ -119,16 +111,7 @@ def remove(txn: Transaction, relationship_id: str, token_id: str) -> Rel:
         )
     rel = rel_from_row(row)
     txn.delete(TABLE, rel.id)
-    audit.record(
-        txn,
-        "remove_relationship",
-        token_id=token_id,
-        relationship_id=rel.id,
-        from_id=rel.from_id,
-        to_id=rel.to_id,
-        type=rel.type,
-        details={"strength": rel.strength},
-    )
+    _audit(txn, "remove_relationship", rel, {"strength": rel.strength}, token_id=token_id)
     return rel
 
 
@@ -136,12 +119,26 @@ def cascade_delete(txn: Transaction, episode_id: str) -> None:
     """Episode-delete cleanup (memlake.features): remove every relationship of a deleted episode."""
     for rel in EdgeView.of_txn(txn).touching(episode_id):
         txn.delete(TABLE, rel.id)
-        audit.record(
-            txn,
-            "cascade_delete",
-            relationship_id=rel.id,
-            from_id=rel.from_id,
-            to_id=rel.to_id,
-            type=rel.type,
-            details={"deleted_episode_id": episode_id, "strength": rel.strength},
-        )
+        details = {"deleted_episode_id": episode_id, "strength": rel.strength}
+        _audit(txn, "cascade_delete", rel, details)
+
+
+def _audit(
+    txn: Transaction,
+    action: str,
+    rel: Rel | NewRelationship,
+    details: dict[str, Any],
+    *,
+    token_id: str | None = None,
+) -> None:
+    """Stage the audit record of a change to `rel` in the change's own transaction."""
+    audit.record(
+        txn,
+        action,
+        token_id=token_id,
+        relationship_id=rel.id,
+        from_id=rel.from_id,
+        to_id=rel.to_id,
+        type=rel.type,
+        details=details,
+    )

@@ -5,6 +5,7 @@ Keys are '/'-separated relative paths built by memlake.lake.keys from validated 
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,3 +49,8 @@ class ObjectStore(Protocol):
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         """Objects under a prefix. Only maintenance (GC, export) lists; the read path never does."""
+
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
+        """The names of the folders directly under `prefix` (a folder key ending in "/")
+        that hold at least one object, sorted; each name is one path segment, never with a
+        "/". Maintenance finds the tenants with it (one S3 page per 1000 folders)."""

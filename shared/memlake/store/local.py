@@ -12,6 +12,7 @@ cannot lock, so it never removes a write in progress however slow.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 import tempfile
@@ -39,6 +40,14 @@ def _try_lock(fd: int, *, wait: bool) -> bool:
     except BlockingIOError:
         return False
     return True
+
+
+def _holds_an_object(folder: str) -> bool:
+    """A folder counts when some file below it is an object (not a writer's temporary)."""
+    for _dirpath, _dirs, files in os.walk(folder):
+        if any(not name.startswith(_TMP_PREFIX) for name in files):
+            return True
+    return False
 
 
 class LocalStore:
@@ -110,6 +119,20 @@ class LocalStore:
                 if key.startswith(prefix):
                     st = full.stat()
                     yield ObjectInfo(key, st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
+        base = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root
+        try:
+            entries = list(os.scandir(base))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(
+            e.name
+            for e in entries
+            if e.is_dir(follow_symlinks=False)
+            and not e.name.startswith(_TMP_PREFIX)
+            and _holds_an_object(e.path)
+        )
 
     def remove_stale_temp_files(self, prefix: str, older_than: datetime) -> int:
         """Remove `.tmp-*` files under `prefix` last written before `older_than` that no writer

@@ -7,7 +7,9 @@ ConditionalRequestConflict when another conditional put on the key is in flight;
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import builtins
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -27,6 +29,38 @@ def _status(err: ClientError) -> int:
     return int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
 
 
+@contextmanager
+def _errors(
+    op: str, key: str, special: Callable[[ClientError], None] | None = None
+) -> Iterator[None]:
+    """botocore's errors as StorageError naming the operation and key; `special` may raise a
+    more precise error for a ClientError first (a missing key, a lost race)."""
+    try:
+        yield
+    except ClientError as e:
+        if special is not None:
+            special(e)
+        raise StorageError(f"S3 {op} failed for {key}: {_code(e)}") from e
+    except BotoCoreError as e:
+        raise StorageError(f"S3 {op} failed for {key}: {e}") from e
+
+
+def _missing(key: str) -> Callable[[ClientError], None]:
+    def check(e: ClientError) -> None:
+        if _code(e) in _MISSING or _status(e) == 404:
+            raise ObjectNotFound(f"no object {key}") from e
+
+    return check
+
+
+def _lost_race(key: str) -> Callable[[ClientError], None]:
+    def check(e: ClientError) -> None:
+        if _code(e) in _LOST_RACE or _status(e) in (409, 412):
+            raise PreconditionFailed(f"{key} already exists") from e
+
+    return check
+
+
 class S3Store:
     def __init__(self, bucket: str, *, prefix: str = "", client: Any = None) -> None:
         if client is None:
@@ -41,52 +75,43 @@ class S3Store:
         return self.prefix + key
 
     def get(self, key: str) -> bytes:
-        try:
+        with _errors("get", key, _missing(key)):
             resp = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
             return resp["Body"].read()
-        except ClientError as e:
-            if _code(e) in _MISSING or _status(e) == 404:
-                raise ObjectNotFound(f"no object {key}") from e
-            raise StorageError(f"S3 get failed for {key}: {_code(e)}") from e
-        except BotoCoreError as e:
-            raise StorageError(f"S3 get failed for {key}: {e}") from e
 
     def exists(self, key: str) -> bool:
         try:
-            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
-            return True
-        except ClientError as e:
-            if _code(e) in _MISSING or _status(e) == 404:
-                return False
-            raise StorageError(f"S3 head failed for {key}: {_code(e)}") from e
-        except BotoCoreError as e:
-            raise StorageError(f"S3 head failed for {key}: {e}") from e
+            with _errors("head", key, _missing(key)):
+                self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except ObjectNotFound:
+            return False
+        return True
 
     def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": self._key(key), "Body": data}
         if if_absent:
             kwargs["IfNoneMatch"] = "*"
-        try:
+        with _errors("put", key, _lost_race(key) if if_absent else None):
             self.client.put_object(**kwargs)
-        except ClientError as e:
-            if if_absent and (_code(e) in _LOST_RACE or _status(e) in (409, 412)):
-                raise PreconditionFailed(f"{key} already exists") from e
-            raise StorageError(f"S3 put failed for {key}: {_code(e)}") from e
-        except BotoCoreError as e:
-            raise StorageError(f"S3 put failed for {key}: {e}") from e
 
     def delete(self, key: str) -> None:
-        try:
+        with _errors("delete", key):
             self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
-        except ClientError as e:
-            raise StorageError(f"S3 delete failed for {key}: {_code(e)}") from e
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         paginator = self.client.get_paginator("list_objects_v2")
-        try:
+        with _errors("list", prefix):
             for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
                 for obj in page.get("Contents", []):
                     key = obj["Key"][len(self.prefix) :]
                     yield ObjectInfo(key, int(obj["Size"]), obj["LastModified"])
-        except ClientError as e:
-            raise StorageError(f"S3 list failed for {prefix}: {_code(e)}") from e
+
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
+        full = self._key(prefix)
+        paginator = self.client.get_paginator("list_objects_v2")
+        names: set[str] = set()
+        with _errors("list", prefix):
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=full, Delimiter="/"):
+                for common in page.get("CommonPrefixes", []):
+                    names.add(common["Prefix"][len(full) :].rstrip("/"))
+        return sorted(n for n in names if n)

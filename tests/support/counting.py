@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -47,3 +48,7 @@ class CountingStore:
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         self._count("list")
         return self.inner.list(prefix)
+
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
+        self._count("list")
+        return self.inner.list_prefixes(prefix)

@@ -1,0 +1,1 @@
+"""Test and benchmark helpers that are not part of the library."""
