@@ -167,6 +167,9 @@ def test_logs_carry_the_correlation_id_but_no_content(
     assert summary, logs
     assert summary[0]["correlation_id"] == event["requestContext"]["requestId"]
     assert summary[0]["tool"] == "add_episode" and summary[0]["tenant"] == "alice"
+    assert summary[0]["rpc_method"] == "tools/call" and summary[0]["tool_error"] is False
+    assert summary[1]["tool"] == "get_episode" and summary[1]["tool_error"] is True
+    assert summary[1]["status"] == 200
     assert summary[0]["token_id"] != "jti-alice-1"
     assert "7419-SECRET" not in logs and "SECRET-TOKEN" not in logs
 

@@ -340,7 +340,7 @@ def test_a_transport_bug_is_a_json_rpc_internal_error(
     def broken(self: Any, req: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(McpHttpApp, "handle", broken)
+    monkeypatch.setattr(McpHttpApp, "exchange", broken)
     reply = lambda_door.post(REQUEST.encode())
     assert reply.status == 500 and strict_json(reply.body)["error"]["code"] == -32603
     monkeypatch.undo()
@@ -351,6 +351,6 @@ def test_a_telemetry_failure_after_the_call_keeps_its_answer(
 ) -> None:
     # the call has run (a write may have committed): the client must get its result, or it
     # retries and stores the episode twice
-    monkeypatch.setattr("functions.mcp.app.rpc_summary", lambda req: 1 / 0)
+    monkeypatch.setattr("functions.mcp.app.metrics.add_metric", lambda **kw: 1 / 0)
     reply = lambda_door.post(REQUEST.encode())
     assert reply.status == 200 and "result" in strict_json(reply.body)
