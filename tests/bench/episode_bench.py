@@ -26,7 +26,7 @@ from memlake.config import Settings
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
-from memlake.server import Maintenance, build_app
+from memlake.mcp.server import Maintenance, build_app
 from memlake.services import Services
 from memlake.store.counting import CountingStore
 from memlake.store.local import LocalStore

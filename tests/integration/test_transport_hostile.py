@@ -19,7 +19,7 @@ import pytest
 
 from memlake.config import Settings
 from memlake.mcp.http import HttpRequest
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.local import LocalStore
 from memlake.tools.registry import TOOL_NAMES, get_tool
