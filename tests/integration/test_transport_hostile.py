@@ -26,14 +26,13 @@ from memlake.tools.registry import TOOL_NAMES, get_tool
 
 from .lambda_helpers import (
     BUCKET,
+    FUNCTIONS,
+    MCP,
     FakeContext,
     apigw_event,
-    functions,
+    deployed,
     handler_of,
     import_handler,
-    lambda_env,
-    load_template,
-    resolve_env,
 )
 
 ALICE = {"sub": "alice", "jti": "jti-alice-1"}
@@ -72,10 +71,8 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Door:
 
 @pytest.fixture(scope="module")
 def lambda_door() -> Iterator[Door]:
-    template = load_template()
-    mcp = functions(template)["McpFunction"]
-    with pytest.MonkeyPatch.context() as mp, lambda_env(mp, resolve_env(template, mcp)) as s3:
-        handler = import_handler(handler_of(mcp))
+    with pytest.MonkeyPatch.context() as mp, deployed(mp) as stack:
+        handler, s3 = stack.handler(), stack.s3
 
         def post(body: bytes) -> Reply:
             try:
@@ -310,7 +307,7 @@ def test_surrogate_pairs_are_characters_and_stored(door: Door) -> None:
 
 
 def test_lambda_door_never_raises(lambda_door: Door) -> None:
-    handler = import_handler(handler_of(functions(load_template())["McpFunction"]))
+    handler = import_handler(handler_of(FUNCTIONS[MCP]))
     # a body the runtime handed over as text with a raw lone surrogate in it
     event = apigw_event(b"{}", claims=ALICE)
     event["body"] = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\ud800"}}'
