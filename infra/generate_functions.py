@@ -1,7 +1,7 @@
 """(Re)generate the per-tool Lambda functions from the tool registry.
 
 For every tool in memlake.tools.registry.TOOL_NAMES this writes functions/<tool>/app.py (a
-thin handler calling memlake.lambda_tools.invoke_tool), functions/<tool>/event.json (only when
+thin handler calling memlake.mcp.direct.invoke_tool), functions/<tool>/event.json (only when
 missing: events are hand-edited samples) and the <ToolName>Function resource in template.yaml
 (between the GENERATED markers), plus the episode column lists of infra/athena/episodes.sql
 from memlake.lake.schema. Generated folders of tools no longer in the registry are removed.
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlake.lambda_tools import invoke_tool
+from memlake.mcp.direct import invoke_tool
 
 TOOL = "{name}"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlake.lambda_tools import invoke_tool
+from memlake.mcp.direct import invoke_tool
 
 TOOL = "get_topological_order"
 

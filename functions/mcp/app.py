@@ -18,14 +18,8 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memlake.config import settings
-from memlake.mcp.apigw import (
-    ApiGatewayMcp,
-    LazyServices,
-    internal_error,
-    principal_from_claims,
-    response_to_event,
-    rpc_summary,
-)
+from memlake.mcp.apigw import ApiGatewayMcp, LazyServices, internal_error, response_to_event
+from memlake.mcp.http import Exchange
 from memlake.observability import make_tracer
 from memlake.services import default_services
 
@@ -54,31 +48,27 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Never raises: whatever fails becomes a JSON-RPC error response (a bug: 500, -32603)."""
     started = time.perf_counter()
     try:
-        mcp = endpoint()
-        req, resp = mcp.handle(event)
+        exchange = endpoint().handle(event)
     except Exception:
         logger.exception("unhandled error in the MCP transport")
         rid = getattr(context, "aws_request_id", None)
         return response_to_event(internal_error(rid if isinstance(rid, str) else None))
     try:  # the call has run (a write may have committed): telemetry never turns it into an error
-        _record(mcp, req, resp, (time.perf_counter() - started) * 1000)
+        _record(exchange, (time.perf_counter() - started) * 1000)
     except Exception:
         logger.exception("could not record the request's logs and metrics")
-    return response_to_event(resp)
+    return response_to_event(exchange.response)
 
 
-def _record(mcp: ApiGatewayMcp, req: Any, resp: Any, elapsed_ms: float) -> None:
-    method, tool = rpc_summary(req)
-    who = principal_from_claims(req.claims if req else None, mcp.services.settings.tenant_claim)
-    # the transport writes compact JSON, so a tool failure shows as this exact byte string
-    tool_error = resp.status == 200 and b'"isError":true' in resp.body
+def _record(exchange: Exchange, elapsed_ms: float) -> None:
+    resp, who = exchange.response, exchange.principal
     logger.info(
         "mcp request",
         extra={
-            "rpc_method": method,
-            "tool": tool,
+            "rpc_method": exchange.method,
+            "tool": exchange.tool,
             "status": resp.status,
-            "tool_error": tool_error,
+            "tool_error": exchange.tool_error,
             "tenant": who.tenant if who else None,
             "token_id": who.token_id if who else None,
             "ms": round(elapsed_ms, 1),
@@ -89,5 +79,5 @@ def _record(mcp: ApiGatewayMcp, req: Any, resp: Any, elapsed_ms: float) -> None:
     if resp.status >= 400:
         kind = "ServerErrors" if resp.status >= 500 else "ClientErrors"
         metrics.add_metric(name=kind, unit=MetricUnit.Count, value=1)
-    if tool_error:
+    if exchange.tool_error:
         metrics.add_metric(name="ToolErrors", unit=MetricUnit.Count, value=1)

@@ -49,7 +49,7 @@ def _check_data_dir(path: Path, *, create: bool) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from memlake.server import serve
+    from memlake.mcp.server import serve
 
     serve(_settings(args, create=True), host=args.host, port=args.port)
     return 0

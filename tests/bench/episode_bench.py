@@ -30,7 +30,7 @@ from memlake.context import Principal, ToolContext
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
-from memlake.server import Maintenance, build_app
+from memlake.mcp.server import Maintenance, build_app
 from memlake.store.local import LocalStore
 from memlake.tools import add_episode, get_episode
 from tests.support.counting import CountingStore

@@ -38,7 +38,7 @@ from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
 from memlake.mcp.auth import DEFAULT_TENANT
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.store.local import LocalStore
 from memlake.timeutil import now
 from memlake.tools import (

@@ -27,7 +27,7 @@ ctx = ToolContext(Principal("t"), svc)
 
 
 def call(tool, args):
-    r = call_tool({"name": tool, "arguments": args}, ctx)
+    r = call_tool({"name": tool, "arguments": args}, ctx).to_mcp()
     assert not r["isError"], r
     text = r["content"][0]["text"]
     wire = len(json.dumps(r, ensure_ascii=False).encode())

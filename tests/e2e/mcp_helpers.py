@@ -38,7 +38,7 @@ def serve_subprocess(data_dir: Path, env: dict[str, str] | None = None) -> Itera
 @contextlib.contextmanager
 def serve_in_thread(app: Any) -> Iterator[str]:
     """The same transport on a thread of this process (for moto's in-process mock_aws)."""
-    from memlake.server import serving_in_thread
+    from memlake.mcp.server import serving_in_thread
 
     with serving_in_thread(app) as url:
         yield url

@@ -23,8 +23,8 @@ from moto import mock_aws
 from memlake.config import Settings
 from memlake.episodes import BAD_ROW_METRIC
 from memlake.lake import Lake, Transaction
+from memlake.mcp.server import build_app
 from memlake.observability import counts
-from memlake.server import build_app
 from memlake.services import Services
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store

@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from memlake.config import Settings
 from memlake.maintenance import maintenance_policy, run_maintenance
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.s3 import S3Store
 

@@ -270,7 +270,7 @@ def test_lambda_door_never_imports_the_http_server() -> None:
     code = (
         "import sys; sys.path.insert(0, 'functions/mcp'); import app; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'uvicorn', 'h11'}), "
-        "'memlake.server' in sys.modules, 'memlake.mcp.asgi' in sys.modules)"
+        "'memlake.mcp.server' in sys.modules, 'memlake.mcp.asgi' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60

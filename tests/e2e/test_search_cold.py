@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from memlake.config import Settings
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.s3 import S3Store
 from tests.support.counting import CountingStore

@@ -363,7 +363,7 @@ def test_stray_output_goes_to_stderr_never_onto_the_wire() -> None:
 def test_the_stdio_door_does_not_load_the_http_stack(tmp_path: Path) -> None:
     code = (
         "import sys; from memlake.cli import main; rc = main(['stdio', '--data', sys.argv[1]]);"
-        " print(rc, 'uvicorn' in sys.modules, 'memlake.server' in sys.modules, file=sys.stderr)"
+        " print(rc, 'uvicorn' in sys.modules, 'memlake.mcp.server' in sys.modules, file=sys.stderr)"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], input=b"", capture_output=True, timeout=60

@@ -8,6 +8,8 @@ from moto.server import ThreadedMotoServer
 
 from tests.e2e.mcp_helpers import free_port
 
+from .lambda_helpers import Stack, deployed
+
 
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
@@ -23,3 +25,11 @@ def moto_endpoint() -> Iterator[str]:
 
 def s3_client(endpoint: str | None = None):  # type: ignore[no-untyped-def]
     return boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint)
+
+
+@pytest.fixture
+def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    """template.yaml's functions on moto S3, with the MCP function's environment to start with
+    (Stack.use switches to another function's): what every test_lambda_*.py runs against."""
+    with deployed(monkeypatch) as s:
+        yield s

@@ -7,7 +7,7 @@ import importlib
 import json
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +116,56 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Iterator
             yield client
         finally:
             reset_process_state()
+
+
+TEMPLATE = load_template()
+FUNCTIONS = functions(TEMPLATE)
+MCP = "McpFunction"
+Handler = Callable[[Any, Any], Any]
+
+
+class Stack:
+    """template.yaml's functions as `sam local invoke` runs them, on moto S3 (the stack's
+    bucket): one function's environment at a time, process caches emptied on each switch."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, s3: Any, env: dict[str, str]) -> None:
+        self.monkeypatch = monkeypatch
+        self.s3 = s3  # moto's S3 client
+        self.env = env
+
+    def use(self, logical_id: str = MCP, **overrides: str) -> Stack:
+        """The environment of `logical_id` (plus overrides) from now on: a fresh cold start."""
+        env = {**resolve_env(TEMPLATE, FUNCTIONS[logical_id]), **overrides}
+        for key in self.env.keys() - env.keys():
+            self.monkeypatch.delenv(key, raising=False)
+        for key, value in env.items():
+            self.monkeypatch.setenv(key, value)
+        self.env = env
+        reset_process_state()
+        return self
+
+    def handler(self, logical_id: str = MCP) -> Handler:
+        return import_handler(handler_of(FUNCTIONS[logical_id]))  # type: ignore[no-any-return]
+
+    def invoke(self, logical_id: str, event: Any, context: Any = None) -> Any:
+        return self.handler(logical_id)(event, context if context is not None else FakeContext())
+
+    def mcp(self, body: Any, claims: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        """The MCP function's answer to `body` as API Gateway hands it over (JWT claims)."""
+        return self.invoke(MCP, apigw_event(body, claims=claims, **kw))  # type: ignore[no-any-return]
+
+    def object_keys(self) -> list[str]:
+        return [o["Key"] for o in self.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+
+
+@contextmanager
+def deployed(
+    monkeypatch: pytest.MonkeyPatch, logical_id: str = MCP, **overrides: str
+) -> Iterator[Stack]:
+    """The stack on moto S3 with `logical_id`'s environment (the `stack` fixture's body)."""
+    env = {**resolve_env(TEMPLATE, FUNCTIONS[logical_id]), **overrides}
+    with lambda_env(monkeypatch, env) as s3:
+        yield Stack(monkeypatch, s3, env)
 
 
 def load_event(folder: str) -> dict[str, Any]:

@@ -12,19 +12,7 @@ import pytest
 
 from memlake.tools.registry import TOOL_NAMES, get_tool
 
-from .lambda_helpers import (
-    FakeContext,
-    code_path,
-    functions,
-    handler_of,
-    import_handler,
-    lambda_env,
-    load_template,
-    resolve_env,
-)
-
-TEMPLATE = load_template()
-FUNCTIONS = functions(TEMPLATE)
+from .lambda_helpers import FUNCTIONS, FakeContext, Stack, code_path, handler_of
 
 
 def _folder(handler: str) -> str:
@@ -32,9 +20,7 @@ def _folder(handler: str) -> str:
 
 
 @pytest.mark.parametrize("logical_id", sorted(FUNCTIONS))
-def test_function_runs_with_its_sample_event(
-    logical_id: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_function_runs_with_its_sample_event(logical_id: str, stack: Stack) -> None:
     # GIVEN the function's handler as the image command names it, and its sample event
     resource = FUNCTIONS[logical_id]
     handler = handler_of(resource)
@@ -44,12 +30,10 @@ def test_function_runs_with_its_sample_event(
     assert event_path.is_file(), f"{logical_id}: no sample event {event_path}"
     event = json.loads(event_path.read_text())
 
-    with lambda_env(monkeypatch, resolve_env(TEMPLATE, resource)):
-        # WHEN it is imported and invoked like the Lambda runtime would
-        fn = import_handler(handler)
-        module = sys.modules[handler.rsplit(".", 1)[0]]
-        assert Path(str(module.__file__)).resolve() == path.resolve()
-        result = fn(event, FakeContext(function_name=logical_id))
+    # WHEN it is imported and invoked like the Lambda runtime would, in its environment
+    result = stack.use(logical_id).invoke(logical_id, event, FakeContext(function_name=logical_id))
+    module = sys.modules[handler.rsplit(".", 1)[0]]
+    assert Path(str(module.__file__)).resolve() == path.resolve()
 
     # THEN it answers as its door promises
     folder = _folder(handler)
@@ -74,18 +58,15 @@ def _check_tool_result(tool: str, result: dict[str, Any]) -> None:
     spec.output_model.model_validate(result)
 
 
-def test_add_then_get_through_the_tool_functions(monkeypatch: pytest.MonkeyPatch) -> None:
-    add, get = FUNCTIONS["AddEpisodeFunction"], FUNCTIONS["GetEpisodeFunction"]
-    with lambda_env(monkeypatch, resolve_env(TEMPLATE, add)) as s3:
-        added = import_handler(handler_of(add))(
-            {"tenant": "demo", "arguments": {"content": "sam local invoke works"}}, FakeContext()
-        )
-        got = import_handler(handler_of(get))(
-            {"tenant": "demo", "arguments": {"id": added["id"]}}, FakeContext()
-        )
-        keys = [o["Key"] for o in s3.list_objects_v2(Bucket="memlake-lambda-test")["Contents"]]
+def test_add_then_get_through_the_tool_functions(stack: Stack) -> None:
+    stack.use("AddEpisodeFunction")
+    added = stack.invoke(
+        "AddEpisodeFunction", {"tenant": "demo", "arguments": {"content": "sam local invoke works"}}
+    )
+    got = stack.invoke("GetEpisodeFunction", {"tenant": "demo", "arguments": {"id": added["id"]}})
     assert got["content"] == "sam local invoke works"
-    assert all(k.startswith("tenants/demo/") for k in keys)
+    keys = stack.object_keys()
+    assert keys and all(k.startswith("tenants/demo/") for k in keys)
 
 
 def test_every_registered_tool_has_a_function() -> None:

@@ -7,7 +7,6 @@ import io
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,46 +15,15 @@ from memlake.ids import TENANT_PATTERN
 from memlake.mcp.apigw import tenant_for_claim
 from memlake.tools.registry import TOOL_NAMES
 
-from .lambda_helpers import (
-    BUCKET,
-    FakeContext,
-    apigw_event,
-    call,
-    functions,
-    handler_of,
-    import_handler,
-    lambda_env,
-    load_template,
-    resolve_env,
-    rpc,
-)
+from .lambda_helpers import MCP, FakeContext, Stack, apigw_event, call, rpc
 
-TEMPLATE = load_template()
-MCP = functions(TEMPLATE)["McpFunction"]
 ALICE = {"sub": "alice", "jti": "jti-alice-1"}
 BOB = {"sub": "bob", "jti": "jti-bob-1"}
-Invoke = Callable[..., dict[str, Any]]
 
 
-@pytest.fixture
-def lake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with lambda_env(monkeypatch, resolve_env(TEMPLATE, MCP)) as s3:
-        yield s3
-
-
-@pytest.fixture
-def invoke(lake: Any) -> Invoke:
-    handler = import_handler(handler_of(MCP))
-
-    def run(body: Any, claims: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        return handler(apigw_event(body, claims=claims, **kw), FakeContext())  # type: ignore[no-any-return]
-
-    return run
-
-
-def tool(invoke: Invoke, claims: dict[str, Any], name: str, args: dict[str, Any]) -> dict[str, Any]:
+def tool(stack: Stack, claims: dict[str, Any], name: str, args: dict[str, Any]) -> dict[str, Any]:
     """structuredContent of a successful call, or {"isError": True, "error": {...}}."""
-    resp = invoke(call(name, args), claims)
+    resp = stack.mcp(call(name, args), claims)
     assert resp["statusCode"] == 200, resp
     result = json.loads(resp["body"])["result"]
     if result["isError"]:
@@ -63,86 +31,83 @@ def tool(invoke: Invoke, claims: dict[str, Any], name: str, args: dict[str, Any]
     return result["structuredContent"]  # type: ignore[no-any-return]
 
 
-def test_no_claims_is_401(invoke: Invoke) -> None:
+def test_no_claims_is_401(stack: Stack) -> None:
     for claims in (None, {}, {"sub": ""}, {"sub": None}, {"email": "x@example.com"}):
-        resp = invoke(rpc("initialize", {"protocolVersion": "2025-11-25"}), claims)
+        resp = stack.mcp(rpc("initialize", {"protocolVersion": "2025-11-25"}), claims)
         assert resp["statusCode"] == 401, claims
         assert resp["headers"]["www-authenticate"].startswith("Bearer")
 
 
-def test_initialize_with_claims_and_the_request_id(invoke: Invoke) -> None:
+def test_initialize_with_claims_and_the_request_id(stack: Stack) -> None:
     event = apigw_event(rpc("initialize", {"protocolVersion": "2025-11-25"}), claims=ALICE)
-    resp = import_handler(handler_of(MCP))(event, FakeContext())
+    resp = stack.invoke(MCP, event)
     assert resp["statusCode"] == 200
     assert json.loads(resp["body"])["result"]["serverInfo"]["name"]
     assert resp["headers"]["x-request-id"] == event["requestContext"]["requestId"]
     assert resp["isBase64Encoded"] is False
 
 
-def test_base64_body_stage_path_and_methods(invoke: Invoke) -> None:
+def test_base64_body_stage_path_and_methods(stack: Stack) -> None:
     body = rpc("tools/list")
-    assert invoke(body, ALICE, base64_body=True)["statusCode"] == 200
-    assert invoke(body, ALICE, path="/prod/mcp", stage="prod")["statusCode"] == 200
-    assert invoke(body, ALICE, path="/other")["statusCode"] == 404
+    assert stack.mcp(body, ALICE, base64_body=True)["statusCode"] == 200
+    assert stack.mcp(body, ALICE, path="/prod/mcp", stage="prod")["statusCode"] == 200
+    assert stack.mcp(body, ALICE, path="/other")["statusCode"] == 404
     bad = apigw_event(body, claims=ALICE)
     bad.update(body="%%% not base64", isBase64Encoded=True)
-    resp = import_handler(handler_of(MCP))(bad, FakeContext())
+    resp = stack.invoke(MCP, bad)
     assert resp["statusCode"] == 400
-    got = invoke(None, ALICE, method="GET")
+    got = stack.mcp(None, ALICE, method="GET")
     assert got["statusCode"] == 405 and got["headers"]["allow"] == "POST"
-    assert invoke(b"{not json", ALICE)["statusCode"] == 400
+    assert stack.mcp(b"{not json", ALICE)["statusCode"] == 400
 
 
-def test_tenant_isolation(invoke: Invoke, lake: Any) -> None:
+def test_tenant_isolation(stack: Stack) -> None:
     # GIVEN alice's episode
-    mine = tool(invoke, ALICE, "add_episode", {"content": "alice's zebra migration notes"})
-    other = tool(invoke, ALICE, "add_episode", {"content": "alice's second episode"})
+    mine = tool(stack, ALICE, "add_episode", {"content": "alice's zebra migration notes"})
+    other = tool(stack, ALICE, "add_episode", {"content": "alice's second episode"})
     # WHEN bob uses alice's ids
-    assert tool(invoke, BOB, "get_episode", {"id": mine["id"]})["error"]["code"] == "not_found"
-    assert tool(invoke, BOB, "delete_episode", {"id": mine["id"]})["deleted"] == 0
-    assert tool(invoke, BOB, "list_episodes", {})["episodes"] == []
+    assert tool(stack, BOB, "get_episode", {"id": mine["id"]})["error"]["code"] == "not_found"
+    assert tool(stack, BOB, "delete_episode", {"id": mine["id"]})["deleted"] == 0
+    assert tool(stack, BOB, "list_episodes", {})["episodes"] == []
     if "search_episodes" in TOOL_NAMES:
-        found = tool(invoke, BOB, "search_episodes", {"query": "zebra migration"})
+        found = tool(stack, BOB, "search_episodes", {"query": "zebra migration"})
         assert found.get("episodes") == [], found
     if "add_episode_relationship" in TOOL_NAMES:
         link = {"from_episode_id": mine["id"], "to_episode_id": other["id"]}
         linked = tool(
-            invoke, BOB, "add_episode_relationship", {**link, "relationship_type": "follows"}
+            stack, BOB, "add_episode_relationship", {**link, "relationship_type": "follows"}
         )
         assert linked.get("isError") and linked["error"]["code"] == "not_found", linked
     # THEN alice still has it, and nothing was written outside her folder
-    assert tool(invoke, ALICE, "get_episode", {"id": mine["id"]})["content"].startswith("alice")
-    assert tool(invoke, ALICE, "list_episodes", {})["count"] == 2
-    keys = [o["Key"] for o in lake.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    assert tool(stack, ALICE, "get_episode", {"id": mine["id"]})["content"].startswith("alice")
+    assert tool(stack, ALICE, "list_episodes", {})["count"] == 2
+    keys = stack.object_keys()
     assert keys and all(k.startswith("tenants/alice/") for k in keys), keys
 
 
-def test_claims_that_are_not_tenant_names(invoke: Invoke, lake: Any) -> None:
+def test_claims_that_are_not_tenant_names(stack: Stack) -> None:
     # GIVEN subjects that differ only in case or by characters a tenant cannot hold
     upper, lower = {"sub": "auth0|Alice"}, {"sub": "auth0|alice"}
-    added = tool(invoke, upper, "add_episode", {"content": "upper"})
+    added = tool(stack, upper, "add_episode", {"content": "upper"})
     # THEN each maps to its own valid tenant, and they do not see each other
-    assert tool(invoke, lower, "get_episode", {"id": added["id"]})["error"]["code"] == "not_found"
-    assert tool(invoke, upper, "get_episode", {"id": added["id"]})["content"] == "upper"
-    tenants = {o["Key"].split("/")[1] for o in lake.list_objects_v2(Bucket=BUCKET)["Contents"]}
+    assert tool(stack, lower, "get_episode", {"id": added["id"]})["error"]["code"] == "not_found"
+    assert tool(stack, upper, "get_episode", {"id": added["id"]})["content"] == "upper"
+    tenants = {key.split("/")[1] for key in stack.object_keys()}
     assert tenants == {tenant_for_claim("auth0|Alice")}
     assert re.fullmatch(r"auth0-alice-[0-9a-f]{16}", tenant_for_claim("auth0|Alice"))
 
 
-def test_tenant_claim_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = {**resolve_env(TEMPLATE, MCP), "MEMLAKE_TENANT_CLAIM": "custom:org"}
-    with lambda_env(monkeypatch, env) as s3:
-        handler = import_handler(handler_of(MCP))
-        body = call("add_episode", {"content": "org memory"})
-        assert handler(apigw_event(body, claims={"sub": "u1"}), FakeContext())["statusCode"] == 401
-        ok = handler(apigw_event(body, claims={"sub": "u1", "custom:org": "acme"}), FakeContext())
-        assert ok["statusCode"] == 200
-        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
-    assert all(k.startswith("tenants/acme/") for k in keys)
+def test_tenant_claim_is_configurable(stack: Stack) -> None:
+    stack.use(MEMLAKE_TENANT_CLAIM="custom:org")
+    body = call("add_episode", {"content": "org memory"})
+    assert stack.mcp(body, {"sub": "u1"})["statusCode"] == 401
+    assert stack.mcp(body, {"sub": "u1", "custom:org": "acme"})["statusCode"] == 200
+    keys = stack.object_keys()
+    assert keys and all(k.startswith("tenants/acme/") for k in keys)
 
 
 def test_logs_carry_the_correlation_id_but_no_content(
-    invoke: Invoke, capsys: pytest.CaptureFixture[str]
+    stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     secret = "the launch code is 7419-SECRET"
     event = apigw_event(
@@ -150,7 +115,7 @@ def test_logs_carry_the_correlation_id_but_no_content(
         claims=ALICE,
         headers={"authorization": "Bearer eyJhbGciOiJSUzI1NiJ9.SECRET-TOKEN.sig"},
     )
-    handler = import_handler(handler_of(MCP))
+    handler = stack.handler()
     # the Powertools handler keeps the stdout it was built with: point it at a buffer
     stream = sys.modules["functions.mcp.app"].logger.registered_handler
     buf = io.StringIO()
@@ -167,6 +132,9 @@ def test_logs_carry_the_correlation_id_but_no_content(
     assert summary, logs
     assert summary[0]["correlation_id"] == event["requestContext"]["requestId"]
     assert summary[0]["tool"] == "add_episode" and summary[0]["tenant"] == "alice"
+    assert summary[0]["rpc_method"] == "tools/call" and summary[0]["tool_error"] is False
+    assert summary[1]["tool"] == "get_episode" and summary[1]["tool_error"] is True
+    assert summary[1]["status"] == 200
     assert summary[0]["token_id"] != "jti-alice-1"
     assert "7419-SECRET" not in logs and "SECRET-TOKEN" not in logs
 

@@ -16,18 +16,7 @@ from memlake.config import Settings
 from memlake.mcp.http import HttpRequest, HttpResponse
 from tests.e2e.mcp_helpers import call, connect, run, serve_in_thread
 
-from .lambda_helpers import (
-    FakeContext,
-    functions,
-    handler_of,
-    import_handler,
-    lambda_env,
-    load_template,
-    resolve_env,
-)
-
-TEMPLATE = load_template()
-MCP = functions(TEMPLATE)["McpFunction"]
+from .lambda_helpers import FakeContext, deployed
 
 
 @dataclass
@@ -74,8 +63,8 @@ class FakeApiGateway:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with pytest.MonkeyPatch.context() as mp, lambda_env(mp, resolve_env(TEMPLATE, MCP)):
-        gateway = FakeApiGateway(import_handler(handler_of(MCP)))
+    with pytest.MonkeyPatch.context() as mp, deployed(mp) as stack:
+        gateway = FakeApiGateway(stack.handler())
         with serve_in_thread(gateway) as mcp_url:
             yield mcp_url
 

@@ -19,21 +19,20 @@ import pytest
 
 from memlake.config import Settings
 from memlake.mcp.http import HttpRequest
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.local import LocalStore
 from memlake.tools.registry import TOOL_NAMES, get_tool
 
 from .lambda_helpers import (
     BUCKET,
+    FUNCTIONS,
+    MCP,
     FakeContext,
     apigw_event,
-    functions,
+    deployed,
     handler_of,
     import_handler,
-    lambda_env,
-    load_template,
-    resolve_env,
 )
 
 ALICE = {"sub": "alice", "jti": "jti-alice-1"}
@@ -72,10 +71,8 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Door:
 
 @pytest.fixture(scope="module")
 def lambda_door() -> Iterator[Door]:
-    template = load_template()
-    mcp = functions(template)["McpFunction"]
-    with pytest.MonkeyPatch.context() as mp, lambda_env(mp, resolve_env(template, mcp)) as s3:
-        handler = import_handler(handler_of(mcp))
+    with pytest.MonkeyPatch.context() as mp, deployed(mp) as stack:
+        handler, s3 = stack.handler(), stack.s3
 
         def post(body: bytes) -> Reply:
             try:
@@ -310,7 +307,7 @@ def test_surrogate_pairs_are_characters_and_stored(door: Door) -> None:
 
 
 def test_lambda_door_never_raises(lambda_door: Door) -> None:
-    handler = import_handler(handler_of(functions(load_template())["McpFunction"]))
+    handler = import_handler(handler_of(FUNCTIONS[MCP]))
     # a body the runtime handed over as text with a raw lone surrogate in it
     event = apigw_event(b"{}", claims=ALICE)
     event["body"] = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\ud800"}}'
@@ -340,7 +337,7 @@ def test_a_transport_bug_is_a_json_rpc_internal_error(
     def broken(self: Any, req: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(McpHttpApp, "handle", broken)
+    monkeypatch.setattr(McpHttpApp, "exchange", broken)
     reply = lambda_door.post(REQUEST.encode())
     assert reply.status == 500 and strict_json(reply.body)["error"]["code"] == -32603
     monkeypatch.undo()
@@ -351,6 +348,6 @@ def test_a_telemetry_failure_after_the_call_keeps_its_answer(
 ) -> None:
     # the call has run (a write may have committed): the client must get its result, or it
     # retries and stores the episode twice
-    monkeypatch.setattr("functions.mcp.app.rpc_summary", lambda req: 1 / 0)
+    monkeypatch.setattr("functions.mcp.app.metrics.add_metric", lambda **kw: 1 / 0)
     reply = lambda_door.post(REQUEST.encode())
     assert reply.status == 200 and "result" in strict_json(reply.body)

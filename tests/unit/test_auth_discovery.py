@@ -15,7 +15,7 @@ from memlake.config import Settings
 from memlake.errors import ConfigurationError
 from memlake.mcp.apigw import ApiGatewayMcp
 from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.local import LocalStore
 

@@ -81,10 +81,9 @@ def test_metadata_depth_is_checked_without_recursion(depth: int) -> None:
 )
 def test_per_tool_door_arguments(tool: str, arguments: dict[str, Any], expect: str) -> None:
     """call_tool without a transport in front: what the per-tool Lambdas run."""
-    result = call_tool({"name": tool, "arguments": arguments}, SimpleNamespace(request_id="r"))  # type: ignore[arg-type]
-    error = json.loads(result["content"][0]["text"])["error"]
-    assert result["isError"] and error["code"] == "invalid_argument", error
-    assert expect in error["message"], error
+    outcome = call_tool({"name": tool, "arguments": arguments}, SimpleNamespace(request_id="r"))  # type: ignore[arg-type]
+    assert outcome.error is not None and outcome.error.code == "invalid_argument", outcome
+    assert expect in outcome.error.message, outcome
 
 
 def test_dumps_never_fails_on_text() -> None:

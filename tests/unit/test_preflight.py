@@ -13,7 +13,7 @@ import pytest
 from memlake.config import Settings
 from memlake.mcp.asgi import McpAsgi
 from memlake.mcp.http import HttpRequest, McpHttpApp
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.local import LocalStore
 

@@ -270,7 +270,7 @@ SAME_ANSWER = [
 def test_stdio_and_http_answer_a_message_alike(tmp_path: Path, body: bytes) -> None:
     """One function answers both doors: the same message, the same JSON-RPC answer."""
     from memlake.mcp.http import HttpRequest
-    from memlake.server import build_app
+    from memlake.mcp.server import build_app
 
     server, _ = make_server(tmp_path, io.BytesIO())
     server.reply(json.dumps(INIT).encode())

@@ -131,7 +131,7 @@ def test_serve_takes_toolsets_from_the_flag(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seen: list[Settings] = []
-    monkeypatch.setattr("memlake.server.serve", lambda settings, **kw: seen.append(settings))
+    monkeypatch.setattr("memlake.mcp.server.serve", lambda settings, **kw: seen.append(settings))
     monkeypatch.setenv("MEMLAKE_TOOLSETS", "graph")
     assert cli.main(["serve", "--data", str(tmp_path), "--toolsets", "episodes,layers"]) == 0
     assert cli.main(["serve", "--data", str(tmp_path)]) == 0

@@ -10,7 +10,7 @@ import pytest
 
 from memlake.config import Settings
 from memlake.mcp.http import HttpRequest, HttpResponse
-from memlake.server import build_app
+from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.local import LocalStore
 

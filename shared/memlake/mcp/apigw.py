@@ -16,18 +16,23 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.ids import TENANT_PATTERN
-from memlake.jsonshape import escaped
 from memlake.lake import Lake
 from memlake.mcp.discovery import AuthDiscovery
-from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp, OriginPolicy, _error_response
+from memlake.mcp.http import (
+    Exchange,
+    HttpRequest,
+    HttpResponse,
+    McpHttpApp,
+    OriginPolicy,
+    error_response,
+)
 from memlake.mcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
-from memlake.mcp.wire import BadMessage, parse_body
 from memlake.services import Services
 
 log = logging.getLogger("memlake.mcp")
@@ -132,30 +137,11 @@ def response_to_event(resp: HttpResponse) -> dict[str, Any]:
         }
 
 
-def rpc_summary(req: HttpRequest | None) -> tuple[str, str]:
-    """(method, tool name) of a request for logs: names only, never arguments or content."""
-    if req is None or not req.body:
-        return "-", "-"
-    try:
-        message = parse_body(req.body)
-    except BadMessage:
-        return "-", "-"
-    if not isinstance(message, dict):
-        return "-", "-"
-    method = message.get("method")
-    params = message.get("params")
-    name = params.get("name") if isinstance(params, dict) else None
-    return (
-        escaped(method, 64) if isinstance(method, str) else "-",
-        escaped(name, 64) if isinstance(name, str) and method == "tools/call" else "-",
-    )
-
-
 def internal_error(request_id: str | None) -> HttpResponse:
     """The answer when the transport itself failed (a bug): logged with its traceback."""
     ref = request_id or "-"
     log.exception("unhandled error in the MCP transport (request %s)", ref)
-    resp = _error_response(500, INTERNAL_ERROR, f"Internal error (reference {ref})")
+    resp = error_response(500, INTERNAL_ERROR, f"Internal error (reference {ref})")
     if request_id:
         resp.headers["x-request-id"] = request_id
     return resp
@@ -206,7 +192,7 @@ class ApiGatewayMcp:
     def __init__(self, services: Services | LazyServices) -> None:
         self.services = services
         cfg = services.settings
-        claim = cfg.tenant_claim
+        self.claim = claim = cfg.tenant_claim
         origins = OriginPolicy(cfg.allowed_origins, allowed_hosts=None)
         # auth is always on behind API Gateway: the JWT issuer is the authorization server
         discovery = AuthDiscovery(cfg.authorization_servers, cfg.public_url, scheme="https")
@@ -221,20 +207,23 @@ class ApiGatewayMcp:
     def _principal(req: HttpRequest, claim: str) -> Principal | None:
         return principal_from_claims(getattr(req, "claims", None), claim)
 
-    def handle(self, event: dict[str, Any]) -> tuple[ApiGatewayRequest | None, HttpResponse]:
+    def handle(self, event: dict[str, Any]) -> Exchange:
         """Never raises: an event it cannot read is a 400, a failure of ours a JSON-RPC
         internal error (500) with a reference; both are logged, the second with a traceback."""
         try:
             req = request_from_event(event)
         except ValueError:
-            return None, _error_response(400, INVALID_REQUEST, "Body is not valid base64")
+            return Exchange(error_response(400, INVALID_REQUEST, "Body is not valid base64"))
         except Exception:  # not the shape API Gateway sends
             log.warning("unreadable API Gateway event", exc_info=True)
-            return None, _error_response(400, INVALID_REQUEST, "Malformed API Gateway event")
+            return Exchange(error_response(400, INVALID_REQUEST, "Malformed API Gateway event"))
         try:
-            return req, self.app.handle(req)
+            exchange = self.app.exchange(req)
         except Exception:
-            return req, internal_error(req.request_id)
+            exchange = Exchange(internal_error(req.request_id))
+        if exchange.principal is None:  # refused before authentication: the logs still say who
+            exchange = replace(exchange, principal=self._principal(req, self.claim))
+        return exchange
 
     def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
-        return response_to_event(self.handle(event)[1])
+        return response_to_event(self.handle(event).response)

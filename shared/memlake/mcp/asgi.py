@@ -27,8 +27,9 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any
 
-from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp
-from memlake.mcp.protocol import INVALID_REQUEST
+from memlake.mcp.http import HttpRequest, HttpResponse, McpHttpApp, error_response
+from memlake.mcp.protocol import INTERNAL_ERROR, INVALID_REQUEST
+from memlake.mcp.rpc import error_reply
 
 log = logging.getLogger("memlake.server")
 
@@ -47,15 +48,13 @@ class _ClientGone(Exception):
 
 
 def _refusal(status: int, message: str) -> HttpResponse:
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
+    """A refusal of the HTTP framing (before McpHttpApp). Its JSON keeps json.dumps' default
+    spacing and ASCII escapes: the bytes these answers have always had."""
+    body = error_reply(status, INVALID_REQUEST, message).body
     return HttpResponse(status, json.dumps(body).encode(), {"content-type": "application/json"})
 
 
-_INTERNAL_ERROR = HttpResponse(
-    500,
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}',
-    {"content-type": "application/json"},
-)
+_INTERNAL_ERROR = error_response(500, INTERNAL_ERROR, "Internal error")
 
 
 class McpAsgi:

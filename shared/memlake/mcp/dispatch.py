@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from memlake import __version__
 from memlake.context import ToolContext
-from memlake.mcp.errors import error_result, success_result
+from memlake.mcp.errors import ToolOutcome, tool_error
 from memlake.mcp.protocol import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -143,8 +143,9 @@ def list_tools(
 
 def call_tool(
     params: dict[str, Any], ctx: ToolContext, offered: Collection[str] = TOOL_NAMES
-) -> dict[str, Any]:
-    """Run one tool. A tool not `offered` (outside the door's toolsets) is an unknown tool."""
+) -> ToolOutcome:
+    """Run one tool. A tool not `offered` (outside the door's toolsets) is an unknown tool
+    (RpcError); whatever the tool itself fails with is the outcome's error."""
     name = params.get("name")
     if not isinstance(name, str):
         raise RpcError(INVALID_PARAMS, "tools/call needs params.name (a string)")
@@ -161,19 +162,20 @@ def call_tool(
     try:
         args = spec.input_model.model_validate(arguments)
     except ValidationError as exc:  # the caller's arguments: say which and why
-        return error_result(exc, tool=name, request_id=ctx.request_id)
+        return ToolOutcome(error=tool_error(exc, tool=name, request_id=ctx.request_id))
     try:
         output = spec.run(ctx, args)
-        return success_result(output.model_dump(mode="json"))
+        return ToolOutcome(output.model_dump(mode="json"))
     except ValidationError as exc:  # a model built inside the tool: our bug, not the caller's
-        return error_result(RuntimeError(str(exc)), tool=name, request_id=ctx.request_id)
+        bug = RuntimeError(str(exc))
+        return ToolOutcome(error=tool_error(bug, tool=name, request_id=ctx.request_id))
     except Exception as exc:
-        return error_result(exc, tool=name, request_id=ctx.request_id)
+        return ToolOutcome(error=tool_error(exc, tool=name, request_id=ctx.request_id))
 
 
 def dispatch(
     method: str, params: dict[str, Any], *, modern: bool, ctx: ToolContext, page_size: int
-) -> dict[str, Any]:
+) -> dict[str, Any] | ToolOutcome:
     toolsets = ctx.settings.toolsets
     if method == "tools/call":
         return call_tool(params, ctx, enabled_names(toolsets))

@@ -18,10 +18,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memlake.context import Principal
+from memlake.jsonshape import escaped
 from memlake.mcp.discovery import HEALTH_PATH, REALM, AuthDiscovery, health, metadata_paths
 from memlake.mcp.dispatch import SERVER_INFO
-from memlake.mcp.protocol import INVALID_REQUEST, RpcError
-from memlake.mcp.rpc import answer
+from memlake.mcp.protocol import INVALID_REQUEST
+from memlake.mcp.rpc import Reply, answer, error_reply
 from memlake.mcp.wire import BadMessage, dumps, parse_body
 from memlake.services import Services
 
@@ -51,6 +52,19 @@ class HttpResponse:
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A request's response and what the logs may say about it: the JSON-RPC method and tool
+    it named ("-": none readable; escaped and cut), whether the tool failed, and the caller
+    (None: not authenticated, or refused before authentication). Names only, never arguments."""
+
+    response: HttpResponse
+    method: str = "-"
+    tool: str = "-"
+    tool_error: bool = False
+    principal: Principal | None = None
 
 
 @dataclass(frozen=True)
@@ -85,16 +99,24 @@ Authenticator = Callable[[HttpRequest], Principal | None]
 _JSON = {"content-type": "application/json"}
 
 
-def _error_response(
+def http_response(reply: Reply) -> HttpResponse:
+    """A JSON-RPC answer as HTTP: compact JSON, x-request-id on a result (202: no body)."""
+    if reply.body is None:
+        return HttpResponse(reply.status)
+    headers = dict(_JSON)
+    if reply.ok:
+        headers["x-request-id"] = reply.request_id
+    return HttpResponse(reply.status, dumps(reply.body), headers)
+
+
+def error_response(
     status: int, code: int, message: str, msg_id: Any = None, data: Any = None
 ) -> HttpResponse:
-    err = RpcError(code, message, data).to_json()
-    body = {"jsonrpc": "2.0", "id": msg_id, "error": err}
-    return HttpResponse(status, dumps(body), {"content-type": "application/json"})
+    return http_response(error_reply(status, code, message, msg_id, data))
 
 
 def _method_not_allowed(allowed: str) -> HttpResponse:
-    resp = _error_response(405, INVALID_REQUEST, f"Method not allowed: use {allowed}")
+    resp = error_response(405, INVALID_REQUEST, f"Method not allowed: use {allowed}")
     resp.headers["allow"] = allowed
     return resp
 
@@ -121,9 +143,9 @@ class McpHttpApp:
             text = (hint or "not found").encode()
             return self._public(req) or HttpResponse(404, text, {"content-type": "text/plain"})
         if not self.origins.host_ok(req.header("host")):
-            return _error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
+            return error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
         if not self.origins.origin_ok(req.header("origin")):
-            return _error_response(403, INVALID_REQUEST, "Forbidden: Origin not allowed")
+            return error_response(403, INVALID_REQUEST, "Forbidden: Origin not allowed")
         if req.method != "POST":
             return _method_not_allowed("POST")
         principal = self.authenticate(req)
@@ -131,10 +153,10 @@ class McpHttpApp:
             return self._unauthorized(req)
         ctype = (req.header("content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            return _error_response(415, INVALID_REQUEST, "Content-Type must be application/json")
+            return error_response(415, INVALID_REQUEST, "Content-Type must be application/json")
         accept = (req.header("accept") or "*/*").lower()
         if not any(a in accept for a in ("application/json", "*/*", "application/*")):
-            return _error_response(406, INVALID_REQUEST, "Accept must include application/json")
+            return error_response(406, INVALID_REQUEST, "Accept must include application/json")
         return principal
 
     def _public(self, req: HttpRequest) -> HttpResponse | None:
@@ -144,7 +166,7 @@ class McpHttpApp:
         if path != HEALTH_PATH and not metadata:
             return None
         if not self.origins.host_ok(req.header("host")):
-            return _error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
+            return error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
         if req.method != "GET":
             return _method_not_allowed("GET")
         if self.discovery is None or not metadata:
@@ -152,7 +174,7 @@ class McpHttpApp:
             return HttpResponse(200, dumps(body), {**_JSON, "cache-control": "no-store"})
         base = self._base_url(req)
         if base is None:
-            return _error_response(400, INVALID_REQUEST, "Bad Request: no usable Host header")
+            return error_response(400, INVALID_REQUEST, "Bad Request: no usable Host header")
         doc = self.discovery.document(base, self.path)
         # public and the same for every caller: any origin may read it, caches may keep it
         cors = {"access-control-allow-origin": "*", "cache-control": "public, max-age=3600"}
@@ -174,7 +196,7 @@ class McpHttpApp:
             if token_sent
             else "Unauthorized: send 'Authorization: Bearer <token>'"
         )
-        resp = _error_response(401, INVALID_REQUEST, message)
+        resp = error_response(401, INVALID_REQUEST, message)
         resp.headers["www-authenticate"] = (
             f'Bearer realm="{REALM}"'
             if self.discovery is None
@@ -193,26 +215,29 @@ class McpHttpApp:
         return checked if isinstance(checked, HttpResponse) else None
 
     def handle(self, req: HttpRequest) -> HttpResponse:
+        return self.exchange(req).response
+
+    def exchange(self, req: HttpRequest) -> Exchange:
+        """handle() plus what the logs need, from the one parse of the body."""
         checked = self._check_headers(req)
         if isinstance(checked, HttpResponse):
-            return checked
+            return Exchange(checked)
         principal = checked
         if len(req.body) > self.services.settings.max_request_bytes:
             limit = self.services.settings.max_request_bytes
-            return _error_response(413, INVALID_REQUEST, f"Request body over {limit} bytes")
+            resp = error_response(413, INVALID_REQUEST, f"Request body over {limit} bytes")
+            return Exchange(resp, principal=principal)
         try:
             message = parse_body(req.body)
         except BadMessage as e:
-            return _error_response(400, e.code, e.message)
-        return self._message(req, message, principal)
-
-    def _message(self, req: HttpRequest, message: Any, principal: Principal) -> HttpResponse:
+            return Exchange(error_response(400, e.code, e.message), principal=principal)
         reply = answer(
             message, self.services, principal, header=req.header, request_id=req.request_id
         )
-        if reply.body is None:
-            return HttpResponse(reply.status)
-        headers = {"content-type": "application/json"}
-        if reply.ok:
-            headers["x-request-id"] = reply.request_id
-        return HttpResponse(reply.status, dumps(reply.body), headers)
+        return Exchange(
+            http_response(reply),
+            escaped(reply.method, 64) if reply.method is not None else "-",
+            escaped(reply.tool, 64) if reply.tool is not None else "-",
+            reply.tool_error,
+            principal,
+        )

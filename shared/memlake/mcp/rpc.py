@@ -11,8 +11,8 @@ the mapping of errors to JSON-RPC errors. What differs is passed in:
 - `session`: None for the stateless HTTP doors; stdio passes one, which holds the era a
   connection opened with and refuses what the other era sends.
 
-A `Reply` carries the HTTP status the HTTP doors answer with (202: nothing to answer); stdio
-writes the body, if any, as one line.
+A `Reply` carries the HTTP status the HTTP doors answer with (202: nothing to answer) and, for
+the logs, what was asked and whether the tool failed; stdio writes the body, if any, as one line.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from memlake.context import Principal, ToolContext
 from memlake.mcp.dispatch import SERVER_INFO, dispatch
+from memlake.mcp.errors import ToolOutcome
 from memlake.mcp.protocol import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -55,11 +56,15 @@ Header = Callable[[str], str | None]
 @dataclass(frozen=True)
 class Reply:
     """An answer: the JSON-RPC response (None for a notification or a response) and the HTTP
-    status it goes out with."""
+    status it goes out with; for the logs, the method and tool the message named (None: none
+    readable) and whether the tool failed (a result with isError)."""
 
     status: int
     body: dict[str, Any] | None = None
     request_id: str = ""
+    method: str | None = None
+    tool: str | None = None
+    tool_error: bool = False
 
     @property
     def ok(self) -> bool:
@@ -69,8 +74,19 @@ class Reply:
 def error_reply(
     status: int, code: int, message: str, msg_id: Any = None, data: Any = None
 ) -> Reply:
+    """A JSON-RPC error response: the one place its envelope is built."""
     err = RpcError(code, message, data).to_json()
     return Reply(status, {"jsonrpc": "2.0", "id": msg_id, "error": err})
+
+
+def asked(message: Any) -> tuple[str | None, str | None]:
+    """(method, tool name) a message names, for logs: names only, never arguments."""
+    method = message.get("method") if isinstance(message, dict) else None
+    if not isinstance(method, str):
+        return None, None
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) and method == "tools/call" else None
+    return method, name if isinstance(name, str) else None
 
 
 class Session(Protocol):
@@ -97,6 +113,19 @@ def answer(
 ) -> Reply:
     """The answer to one decoded message. Never raises for anything a client sends; an
     exception out of here is a bug of ours (the doors answer it with -32603)."""
+    reply = _answer(message, services, principal, header, request_id, session)
+    method, tool = asked(message)
+    return replace(reply, method=method, tool=tool)
+
+
+def _answer(
+    message: Any,
+    services: Services,
+    principal: Principal,
+    header: Header | None,
+    request_id: str | None,
+    session: Session | None,
+) -> Reply:
     if isinstance(message, list):
         return error_reply(400, INVALID_REQUEST, "Batches are not supported")
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -142,6 +171,10 @@ def answer(
         result = dispatch(
             method, params, modern=modern, ctx=ctx, page_size=services.settings.tools_page_size
         )
+        tool_error = False
+        if isinstance(result, ToolOutcome):  # tools/call: what the tool came to
+            tool_error = result.is_error
+            result = result.to_mcp()
         if session is not None:
             session.answered(method, result)
         log.info(
@@ -159,7 +192,8 @@ def answer(
         if method == "tools/list":
             result.setdefault("ttlMs", 0)
             result.setdefault("cacheScope", "private")
-    return Reply(200, {"jsonrpc": "2.0", "id": msg_id, "result": result}, request_id)
+    body = {"jsonrpc": "2.0", "id": msg_id, "result": result}
+    return Reply(200, body, request_id, tool_error=tool_error)
 
 
 def protocol_era(method: str, params: dict[str, Any], header: Header | None) -> bool:

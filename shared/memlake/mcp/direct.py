@@ -10,7 +10,6 @@ and agents come in through the MCP endpoint, where the tenant comes from their J
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
@@ -21,15 +20,12 @@ from memlake.context import Principal, ToolContext
 from memlake.errors import InvalidArgument, MemlakeError
 from memlake.ids import check_tenant
 from memlake.mcp.dispatch import call_tool
+from memlake.mcp.errors import ToolOutcome
 from memlake.mcp.protocol import RpcError
 from memlake.services import default_services
 
 logger = Logger(service="memlake-tools")
 EVENT_KEYS = frozenset({"tenant", "arguments"})
-
-
-def _failure(err: MemlakeError) -> dict[str, Any]:
-    return {"isError": True, "error": err.to_dict()}
 
 
 def parse_event(event: Any) -> tuple[str, dict[str, Any]]:
@@ -61,26 +57,22 @@ def invoke_tool(name: str, event: Any, context: Any = None) -> dict[str, Any]:
         tenant, arguments = parse_event(event)
     except MemlakeError as e:
         logger.info("tool call rejected", extra={"tool": name, "error_code": e.code})
-        return _failure(e)
+        return ToolOutcome(error=e).to_direct()
     services = default_services()
     ctx = ToolContext(Principal(tenant, "direct-invoke"), services, request_id=request_id)
     try:
-        result = call_tool({"name": name, "arguments": arguments}, ctx)
+        outcome = call_tool({"name": name, "arguments": arguments}, ctx)
     except RpcError as e:  # unknown tool: the function and the registry disagree
         hint = "Rerun infra/generate_functions.py and redeploy."
-        return _failure(InvalidArgument(e.message, hint=hint))
-    # a failed call carries its error as JSON text (memlake.mcp.errors), a success structuredContent
-    error = json.loads(result["content"][0]["text"])["error"] if result["isError"] else None
+        return ToolOutcome(error=InvalidArgument(e.message, hint=hint)).to_direct()
     logger.info(
         "tool call",
         extra={
             "tool": name,
             "tenant": tenant,
-            "is_error": result["isError"],
-            "error_code": error.get("code") if error else None,
+            "is_error": outcome.is_error,
+            "error_code": outcome.error.code if outcome.error else None,
             "ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
-    if error is not None:
-        return {"isError": True, "error": error}
-    return result["structuredContent"]  # type: ignore[no-any-return]
+    return outcome.to_direct()
