@@ -28,13 +28,13 @@ from memlake.errors import InvalidArgument, NotFound
 from memlake.features import load_features
 from memlake.ids import check_id, check_tenant
 from memlake.lake import Lake, Snapshot, Transaction
-from memlake.lake.schema import SYSTEM_FIELDS, TABLES, rows_to_table
+from memlake.lake.scans import SYSTEM_COLUMNS
+from memlake.lake.schema import TABLES, rows_to_table
 from memlake.search.indexing import CHUNKS_TABLE
 from memlake.stored_rows import check_row
 from memlake.transfer_json import Progress, from_json, json_safe
 
 MAX_LINE_BYTES = 32 * 1024 * 1024
-SYSTEM_COLUMNS = frozenset(f.name for f in SYSTEM_FIELDS)
 VECTOR_COLUMN = "embedding"  # episodes' own vector column (unused by search, kept for export)
 
 

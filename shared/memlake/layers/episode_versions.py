@@ -13,12 +13,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-import pyarrow.compute as pc
-
 from memlake.episodes import TABLE, not_found
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake import Lake
-from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.layers import links, threads
 from memlake.timeutil import iso
@@ -85,14 +82,14 @@ def upsert(
         links.set_episode_concepts(txn, episode_id, given["concept_ids"] or [])
     version = txn.snapshot.version + 1  # the engine commits this attempt as snapshot + 1
     staged = dict(txn.staged_rows(TABLE)).get(episode_id)
-    committed = txn.snapshot.table(TABLE).index.get(episode_id) if staged is None else None
+    committed = txn.snapshot.table(TABLE).locate(episode_id) if staged is None else None
     if existing is None:
         row.update(created_at=at, revision=1, previous_version=None)
         row.setdefault("context", default_context)
     elif row == existing:  # nothing changed: no new revision
-        return row, False, committed[0] if committed is not None else version
+        return row, False, committed.seq if committed is not None else version
     elif committed is not None:  # replacing a committed revision (not one staged in this batch)
-        row.update(revision=(existing.get("revision") or 1) + 1, previous_version=committed[0])
+        row.update(revision=(existing.get("revision") or 1) + 1, previous_version=committed.seq)
     row["updated_at"] = at
     txn.put(TABLE, row)
     return row, existing is None, version
@@ -126,22 +123,6 @@ def _bind_thread(
     row["source_thread_id"] = wanted
 
 
-def _written_at(snap: Snapshot, episode_id: str) -> dict[str, Any] | None:
-    """The row of episode_id that the commit of version snap.version wrote, if any."""
-    view = snap.table(TABLE)
-    for pos, seg in enumerate(view.segments):
-        if seg.seq != snap.version:
-            continue
-        table = view.segment_table(pos)
-        hits = table.filter(pc.equal(table.column("id"), episode_id)).to_pylist()
-        if hits and not hits[-1]["_deleted"]:
-            row = hits[-1]
-            row.pop("_deleted", None)
-            row.pop("_seq", None)
-            return row
-    return None
-
-
 def history(
     lake: Lake, tenant: str, episode_id: str, *, limit: int, from_version: int | None
 ) -> tuple[list[tuple[int, dict[str, Any]]], int | None, bool]:
@@ -150,11 +131,11 @@ def history(
     (their manifests were garbage-collected, or the episode was imported from another lake)."""
     if from_version is None:
         snap = lake.snapshot(tenant)
-        loc = snap.table(TABLE).index.get(episode_id)
+        loc = snap.table(TABLE).locate(episode_id)
         row = snap.table(TABLE).get(episode_id)
         if loc is None or row is None:
             raise not_found(episode_id)
-        version: int | None = loc[0]
+        version: int | None = loc.seq
     else:
         version, row = from_version, _at_version(lake, tenant, episode_id, from_version)
         if row is None:
@@ -180,4 +161,5 @@ def history(
 
 
 def _at_version(lake: Lake, tenant: str, episode_id: str, version: int) -> dict[str, Any] | None:
-    return _written_at(lake.snapshot(tenant, version=version), episode_id)
+    snap = lake.snapshot(tenant, version=version)
+    return snap.table(TABLE).written_at(snap.version, episode_id)
