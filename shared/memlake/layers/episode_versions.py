@@ -9,41 +9,38 @@ that wrote the revision it replaces. The history walks that chain through the re
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-from memlake.episodes import TABLE, not_found
+from memlake.episodes import TABLE, not_found, to_columns
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake import Lake
 from memlake.lake.txn import Transaction
 from memlake.layers import links, threads
 from memlake.timeutil import iso
 
-#: upsert_episode argument -> episodes column
-COLUMNS = {
-    "events": "content",
-    "source_title": "title",
-    "summary": "summary",
-    "context": "context",
-    "tags": "tags",
-    "started_at": "started_at",
-    "ended_at": "ended_at",
-    "timezone": "timezone",
-    "platform": "platform",
-    "client": "client",
-    "model": "model",
-    "voice_mode": "voice_mode",
-    "input_modalities": "input_modalities",
-    "output_modalities": "output_modalities",
-    "qualities": "qualities",
-}
+#: upsert_episode's arguments that are episode columns (episodes.to_columns names them)
+COLUMNS = (
+    "events",
+    "source_title",
+    "summary",
+    "context",
+    "tags",
+    "started_at",
+    "ended_at",
+    "timezone",
+    "platform",
+    "client",
+    "model",
+    "voice_mode",
+    "input_modalities",
+    "output_modalities",
+    "qualities",
+)
 
 
-def _to_column(key: str, value: Any) -> Any:
-    if key == "qualities":
-        return json.dumps(value, ensure_ascii=False) if value else None
-    return value
+def _columns(given: dict[str, Any]) -> dict[str, Any]:
+    return to_columns({key: given[key] for key in COLUMNS if key in given})
 
 
 def upsert(
@@ -66,11 +63,9 @@ def upsert(
             hint="Pass events (the markdown narration); on later upserts it may be omitted.",
         )
     row: dict[str, Any] = dict(existing) if existing else {"id": episode_id, "entity_ids": []}
-    for key, column in COLUMNS.items():
-        if key in given:
-            if key == "events" and not given[key]:
-                raise InvalidArgument("events cannot be empty", hint="Pass the narration.")
-            row[column] = _to_column(key, given[key])
+    if "events" in given and not given["events"]:
+        raise InvalidArgument("events cannot be empty", hint="Pass the narration.")
+    row.update(_columns(given))
     start, end = row.get("started_at"), row.get("ended_at")
     if start is not None and end is not None and start > end:
         raise InvalidArgument(
@@ -98,7 +93,7 @@ def upsert(
 def preview(existing: dict[str, Any] | None, given: dict[str, Any]) -> dict[str, Any]:
     """The row an upsert will most likely write (for embedding ahead of the commit lock)."""
     row = dict(existing or {})
-    row.update({col: _to_column(key, given[key]) for key, col in COLUMNS.items() if key in given})
+    row.update(_columns(given))
     return row
 
 

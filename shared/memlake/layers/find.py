@@ -61,8 +61,6 @@ def newest_first(
 ) -> tuple[list[dict[str, Any]], str | None]:
     at, _ = occurred_bounds(table)
     table = table.append_column("__at", pc.cast(at, pa.int64()))
-    if "embedding" in table.column_names:  # never shown; keep it out of Python
-        table = table.drop_columns(["embedding"])
     if cursor:
         at_us, last_id = pager.decode(cursor)
         before = pc.or_(
