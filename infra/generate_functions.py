@@ -4,7 +4,7 @@ For every tool in memlake.tools.registry.TOOL_NAMES this writes functions/<tool>
 thin handler calling memlake.mcp.direct.invoke_tool), functions/<tool>/event.json (only when
 missing: events are hand-edited samples) and the <ToolName>Function resource in template.yaml
 (between the GENERATED markers), plus the episode column lists of infra/athena/episodes.sql
-from memlake.lake.schema. Generated folders of tools no longer in the registry are removed.
+from memlake.episodes. Generated folders of tools no longer in the registry are removed.
 tests/unit/test_template.py runs this with --check and fails when anything is stale.
 
     python infra/generate_functions.py          # write
@@ -194,9 +194,9 @@ def load_specs() -> list[Any]:
 
 def episodes_schema() -> Any:
     sys.path.insert(0, str(ROOT / "shared"))
-    from memlake.lake.schema import EPISODES
+    from memlake.episodes import TABLE_SPEC
 
-    return EPISODES.schema()
+    return TABLE_SPEC.schema()
 
 
 def plan(root: Path, specs: list[Any], schema: Any = None) -> tuple[dict[Path, str], list[Path]]:

@@ -37,7 +37,6 @@ CREATE EXTERNAL TABLE IF NOT EXISTS memlake.episode_versions (
   `source_thread_id` string,
   `revision` bigint,
   `previous_version` bigint,
-  `embedding` array<float>,
   `_deleted` boolean,
   `_seq` bigint
   -- END GENERATED COLUMNS
@@ -84,7 +83,6 @@ SELECT
   `source_thread_id`,
   `revision`,
   `previous_version`,
-  `embedding`,
   -- END GENERATED VIEW COLUMNS
   tenant
 FROM (

@@ -1,4 +1,5 @@
-"""Episodes in the lake: the row shape, the public view of a row, and time-range listing.
+"""Episodes in the lake: the Parquet schema, the row a tool writes from its arguments, the
+public view of a row, and time-range listing (docs/decisions/1145).
 
 A stored row that cannot be shown (written by an older version, or damaged) never fails a read
 for the whole tenant: readers build views through view_or_skip, which skips such a row, logs
@@ -15,11 +16,12 @@ from typing import Annotated, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from memlake.errors import NotFound
+from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.lake.snapshot import Snapshot
-from memlake.models import PREVIEW_CHARS, Output
+from memlake.models import PREVIEW_CHARS, Input, Output, check_metadata, check_span, time_field
 from memlake.observability import count
 from memlake.timeutil import iso
 
@@ -27,6 +29,92 @@ TABLE = "episodes"
 BAD_ROW_METRIC = "BadRowsSkipped"
 log = logging.getLogger(__name__)
 V = TypeVar("V")
+
+
+def _schema(_dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("content", pa.string()),
+            pa.field("summary", pa.string()),
+            pa.field("title", pa.string()),
+            pa.field("context", pa.string()),
+            pa.field("metadata", pa.string()),  # JSON object text
+            pa.field("entity_ids", pa.list_(pa.string())),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("created_at", TS),
+            pa.field("updated_at", TS),
+            pa.field("started_at", TS),
+            pa.field("ended_at", TS),
+            # ADR-007 episode model (memory layers; docs/decisions/0501-0503)
+            pa.field("timezone", pa.string()),
+            pa.field("platform", pa.string()),
+            pa.field("client", pa.string()),
+            pa.field("model", pa.string()),
+            pa.field("voice_mode", pa.bool_()),
+            pa.field("input_modalities", pa.list_(pa.string())),
+            pa.field("output_modalities", pa.list_(pa.string())),
+            pa.field("qualities", pa.string()),  # JSON object text
+            pa.field("source_thread_id", pa.string()),
+            pa.field("revision", pa.int64()),  # 1 for the first version, +1 per upsert
+            pa.field("previous_version", pa.int64()),  # manifest version of the prior revision
+            *SYSTEM_FIELDS,
+        ]
+    )
+
+
+TABLE_SPEC = TableSpec(TABLE, _schema, ("created_at", "started_at", "context"))
+#: columns older releases had and this one no longer has: segments that still carry them read
+#: without them (lake.schema.conform), and import drops them (decision 1146)
+RETIRED_COLUMNS = frozenset({"embedding"})
+#: tool argument -> column, where the names differ (upsert_episode speaks ADR-007)
+ARGUMENT_COLUMNS = {"events": "content", "source_title": "title"}
+JSON_COLUMNS = frozenset({"metadata", "qualities"})  # JSON object text
+TIME_COLUMNS = frozenset({"started_at", "ended_at"})
+
+
+def to_columns(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A tool's episode arguments as column values: renamed (events -> content), JSON objects as
+    text (an empty one as null), ISO 8601 times parsed. add_episode and upsert_episode write
+    what this returns."""
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        column = ARGUMENT_COLUMNS.get(key, key)
+        if column in JSON_COLUMNS:
+            value = json.dumps(value, ensure_ascii=False) if value else None
+        elif column in TIME_COLUMNS and isinstance(value, str):
+            value = time_field(value, column)
+        out[column] = value
+    return out
+
+
+class EpisodeInput(Input):
+    """The checks add_episode's and upsert_episode's inputs share, for the fields each has: the
+    text (content, events) not blank, the JSON objects (metadata, qualities) within limits,
+    started_at not after ended_at."""
+
+    @field_validator("content", "events", check_fields=False)
+    @classmethod
+    def _not_blank(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError(BLANK[str(info.field_name)])
+        return value
+
+    @field_validator("metadata", "qualities", check_fields=False)
+    @classmethod
+    def _json_object(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return check_metadata(value)
+
+    @model_validator(mode="after")
+    def _times(self) -> EpisodeInput:
+        check_span(getattr(self, "started_at", None), getattr(self, "ended_at", None))
+        return self
+
+
+BLANK = {
+    "content": "content is empty; pass the episode's text",
+    "events": "events is empty; pass the markdown narration",
+}
 
 
 def not_found(episode_id: str) -> NotFound:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from memlake import audit, idempotency, relationships
-from memlake.lake.schema import EPISODES, Catalog, TableSpec, catalog
+from memlake import audit, episodes, idempotency, relationships
+from memlake.lake.schema import Catalog, TableSpec, catalog
 from memlake.lake.txn import Transaction
 from memlake.layers import tables as layers
 from memlake.search import indexing
@@ -62,7 +62,7 @@ _LAYER_ROWS = {
     layers.LINKS: LinkRow,
 }
 
-EPISODES_FEATURE = Feature("episodes", tables=(_checked(EPISODES, EpisodeRow),))
+EPISODES_FEATURE = Feature("episodes", tables=(_checked(episodes.TABLE_SPEC, EpisodeRow),))
 SEARCH = Feature(
     "search",  # episode_chunks; every commit embeds its episodes and updates the index shards
     tables=(_checked(indexing.CHUNKS_SPEC, ChunksRow),),

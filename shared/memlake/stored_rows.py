@@ -119,7 +119,6 @@ class EpisodeRow(StoredRow):
     source_thread_id: StoredId | None = None
     revision: int | None = Field(None, ge=1)
     previous_version: int | None = Field(None, ge=0)
-    embedding: list[Any] | None = None  # the column type (fixed-size float list) checks it
 
     @field_validator("content")
     @classmethod

@@ -3,14 +3,16 @@
 Each line is {"table": "<name>", "row": {...}} with JSON-safe values: timestamps as ISO 8601
 UTC, binary as base64, embeddings as lists of floats, NaN as null. Export reads ONE snapshot
 (a consistent point in time) and writes every table the tenant has, table by table, live rows
-only; without vectors (`--no-vectors`) it leaves out the search vectors (episode_chunks and
-the episodes' embedding column), which are most of an export's bytes. Import checks the whole
+only; without vectors (`--no-vectors`) it leaves out the search vectors (the episode_chunks
+table), which are most of an export's bytes. Import checks the whole
 file first (known tables, known columns, values that fit the column type, and every row
 against its table's model in memlake.stored_rows: required fields, ids, limits, enums, time
 spans), so a bad line writes nothing; then it commits in batches. An episode's vectors commit
 with the episode (so they are reused, not recomputed); an episode without them is embedded by
 the lake's write hooks like any new episode (docs/decisions/1031). A row equal to the one the
-lake holds is skipped, so importing the same file again writes nothing.
+lake holds is skipped, so importing the same file again writes nothing. A column this release
+no longer has (episodes' never-written `embedding`, decision 1146) is dropped on import, so
+files of older releases still import.
 """
 
 from __future__ import annotations
@@ -23,18 +25,18 @@ from typing import IO, Any
 
 import pyarrow as pa
 
+from memlake.episodes import RETIRED_COLUMNS
 from memlake.episodes import TABLE as EPISODES
 from memlake.errors import InvalidArgument, NotFound
 from memlake.ids import check_id, check_tenant
 from memlake.lake import Lake, Snapshot, Transaction
-from memlake.lake.schema import SYSTEM_FIELDS, Catalog, rows_to_table
+from memlake.lake.scans import SYSTEM_COLUMNS
+from memlake.lake.schema import Catalog, rows_to_table
 from memlake.search.indexing import CHUNKS_TABLE
 from memlake.stored_rows import check_row
 from memlake.transfer_json import Progress, from_json, json_safe
 
 MAX_LINE_BYTES = 32 * 1024 * 1024
-SYSTEM_COLUMNS = frozenset(f.name for f in SYSTEM_FIELDS)
-VECTOR_COLUMN = "embedding"  # episodes' own vector column (unused by search, kept for export)
 
 
 def tenant_snapshot(lake: Lake, tenant: str) -> Snapshot:
@@ -59,8 +61,6 @@ def export_tenant(
     if not vectors:
         names = [n for n in names if n != CHUNKS_TABLE]
     tables = {name: snap.table(name).live_table() for name in names}
-    if not vectors and EPISODES in tables and VECTOR_COLUMN in tables[EPISODES].column_names:
-        tables[EPISODES] = tables[EPISODES].drop_columns([VECTOR_COLUMN])
     bar = Progress(f"export {tenant}", sum(t.num_rows for t in tables.values()))
     counts: dict[str, int] = {}
     for name, table in tables.items():
@@ -113,6 +113,8 @@ def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str
         check_id(row.get("id"), field=f"{where}: row.id")
     except InvalidArgument as e:
         raise InvalidArgument(e.message, hint=e.hint) from None
+    if table == EPISODES:
+        row = {k: v for k, v in row.items() if k not in RETIRED_COLUMNS}
     schema = limits.tables[table].schema(limits.dim)
     unknown = sorted(k for k in row if k not in schema.names or k in SYSTEM_COLUMNS)
     if unknown:

@@ -38,7 +38,6 @@ from memlake.layers.tables import (
     LINKS,
     MESSAGES,
     THREADS,
-    get_many,
     link_id,
     message_id,
 )
@@ -214,7 +213,8 @@ def bench_size(n: int, ops: int) -> dict[str, Any]:
 
 def use_live_table_lookups() -> None:
     """The lookups before decision 0504 (live table, id index), for a side-by-side run."""
-    from memlake.layers import links, tables, threads
+    from memlake.lake.scans import Scans
+    from memlake.layers import threads
 
     def scan_live(view: Any, column: str, values: list[str], extra: Any = None) -> dict:
         live = view.live_table()
@@ -226,10 +226,10 @@ def use_live_table_lookups() -> None:
     def read_messages(snap: Any, thread: dict, offset: int, limit: int) -> list:
         end = min(thread.get("message_count") or 0, offset + limit)
         ids = [message_id(thread["id"], s) for s in range(offset, end)]
-        return get_many(snap.table(MESSAGES), ids)
+        return snap.table(MESSAGES).rows(ids)
 
-    tables.scan = threads.scan = scan_live  # type: ignore[assignment]
-    links.get_row = lambda txn, table, row_id: txn.get(table, row_id)  # type: ignore[assignment]
+    Scans.scan = scan_live  # type: ignore[method-assign,assignment]
+    Transaction.find = Transaction.get  # type: ignore[method-assign]
     threads.read_messages = read_messages  # type: ignore[assignment]
 
 

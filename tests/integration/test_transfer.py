@@ -69,7 +69,6 @@ def seed(lake: Lake, tenant: str) -> None:
                 "created_at": T0,
                 "updated_at": T0,
                 "started_at": T0,
-                "embedding": [i / 384 for i in range(384)],
             },
         )
         txn.put("episodes", {"id": "gone", "content": "deleted later", "created_at": T0})
@@ -112,7 +111,7 @@ def test_local_to_s3_and_back(tmp_path: Path, s3_lake: Lake, notes_table: str) -
     assert "gone" not in {ln["row"]["id"] for ln in lines}
     first = next(ln["row"] for ln in lines if ln["row"]["id"].startswith("01KF"))
     assert first["created_at"] == "2026-01-15T09:30:00.123456Z"
-    assert len(first["embedding"]) == 384 and isinstance(first["embedding"][1], float)
+    assert "embedding" not in first  # dropped, never written (decision 1146)
     assert report.rows == 7 and report.written == 7 and report.commits == 3
     snap = s3_lake.snapshot("copy")
     got = snap.table("episodes").get("01KF0QZ3M5T8N2K4M6P9R1S3VW")
@@ -149,8 +148,9 @@ def test_reimport_is_idempotent(tmp_path: Path, s3_lake: Lake) -> None:
         ('{"table": "episodes", "row": {"id": "a", "created_at": "yesterday"}}', "ISO 8601"),
         ('{"table": "episodes", "row": {"id": "a", "entity_ids": "x"}}', "must be a list"),
         (
-            '{"table": "episodes", "row": {"id": "a", "content": "x",'
-            ' "created_at": "2026-01-01T00:00:00Z", "embedding": [1, 2]}}',
+            '{"table": "episode_chunks", "row": {"id": "a", "model": "m", "content_hash": "'
+            + "0" * 64
+            + '", "starts": [0], "ends": [1], "vectors": [[1, 2]]}}',
             "line 2: the row does not fit",
         ),
         ('{"table": "episodes", "row": {"id": "a", "content": 5}}', "content: Input should be"),

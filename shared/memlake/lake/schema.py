@@ -20,39 +20,6 @@ DEFAULT_DIM = 384
 SYSTEM_FIELDS = [pa.field("_deleted", pa.bool_(), nullable=False), pa.field("_seq", pa.int64())]
 
 
-def _episodes(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("content", pa.string()),
-            pa.field("summary", pa.string()),
-            pa.field("title", pa.string()),
-            pa.field("context", pa.string()),
-            pa.field("metadata", pa.string()),  # JSON object text
-            pa.field("entity_ids", pa.list_(pa.string())),
-            pa.field("tags", pa.list_(pa.string())),
-            pa.field("created_at", TS),
-            pa.field("updated_at", TS),
-            pa.field("started_at", TS),
-            pa.field("ended_at", TS),
-            # ADR-007 episode model (memory layers; docs/decisions/0501-0503)
-            pa.field("timezone", pa.string()),
-            pa.field("platform", pa.string()),
-            pa.field("client", pa.string()),
-            pa.field("model", pa.string()),
-            pa.field("voice_mode", pa.bool_()),
-            pa.field("input_modalities", pa.list_(pa.string())),
-            pa.field("output_modalities", pa.list_(pa.string())),
-            pa.field("qualities", pa.string()),  # JSON object text
-            pa.field("source_thread_id", pa.string()),
-            pa.field("revision", pa.int64()),  # 1 for the first version, +1 per upsert
-            pa.field("previous_version", pa.int64()),  # manifest version of the prior revision
-            pa.field("embedding", pa.list_(pa.float32(), dim)),
-            *SYSTEM_FIELDS,
-        ]
-    )
-
-
 @dataclass(frozen=True)
 class TableSpec:
     name: str
@@ -68,8 +35,6 @@ class TableSpec:
     def schema(self, dim: int = DEFAULT_DIM) -> pa.Schema:
         return self.schema_for_dim(dim)
 
-
-EPISODES = TableSpec("episodes", _episodes, ("created_at", "started_at", "context"))
 
 #: What a Lake knows of its tables: name -> spec (assembled from the features by
 #: memlake.services; a Lake has exactly the tables it was given).

@@ -1,29 +1,44 @@
-"""A read view of one tenant at one manifest version.
+"""A read view of one tenant at one manifest version: every read of stored rows goes here.
 
-Each table view resolves "latest version of a row wins" once per snapshot: an index from id to
-(seq, segment, row) over every segment the manifest lists. A newer snapshot whose segment list
-only appends to an older one's reuses the older index and reads just the new segments: the
-lake keeps, per tenant and table, the newest view whose index was built (the "memo"), so a
-table untouched by the last commits is not re-indexed when a snapshot is next asked for it.
+"Latest version of a row wins": of all versions of an id in the segments the manifest lists,
+the one with the highest (commit seq, segment position, row) is the row, and it is gone when
+that version is a tombstone. A TableView resolves this in two ways (docs/decisions/1145):
+
+- the id index (`index`, `locate`, `get`, `rows`, `ids`, `count`, `live_table`): a dict from
+  id to where its newest version is (`locate` gives it as a RowLocation), built once per
+  snapshot. A newer snapshot whose segment list only appends to an older one's reuses the
+  older index and reads just the new segments: the lake keeps, per tenant and table, the
+  newest view whose index was built (the "memo"), so a table untouched by the last commits is
+  not re-indexed when a snapshot is next asked for it.
+- without the index (`scan`, `where`, `find`): vectorised passes over the segments for the few
+  rows a lookup wants, for large tables that a write makes a new snapshot of (see `scan`).
+
+Rows leave a view without the system columns (`_deleted`, `_seq`): memlake.lake.scans.visible
+is the one place that strips them. Transaction (memlake.lake.txn) layers its staged rows over
+these reads.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pyarrow as pa
 
 from memlake.lake.manifest import Manifest, SegmentRef
+from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
 from memlake.store.base import ObjectStore
 
-_Loc = tuple[int, int, int, bool]  # (seq, segment position, row, deleted)
-SYSTEM_COLUMNS = ("_deleted", "_seq")
+#: the id index: id -> (seq, segment, row, deleted), plain tuples (RowLocation's fields) because
+#: a NamedTuple per row makes building the index of a large table twice as slow
+IdIndex = dict[str, tuple[int, int, int, bool]]
 
 
-class TableView:
+class TableView(Scans):
+    """One table of a snapshot: reads through the id index here, without it in Scans."""
+
     def __init__(
         self,
         name: str,
@@ -43,16 +58,16 @@ class TableView:
         self._store = store
         self._cache = cache
         self._previous = previous
-        self._index: dict[str, _Loc] | None = None
+        self._index: IdIndex | None = None
         self._live: pa.Table | None = None
         self._lock = threading.Lock()
 
     def segment_table(self, pos: int) -> pa.Table:
         return self._cache.read(self._store, self.segments[pos].key, self.schema)
 
-    def _build(self) -> dict[str, _Loc]:
+    def _build(self) -> IdIndex:
         start = 0
-        best: dict[str, _Loc] = {}
+        best: IdIndex = {}
         prev = self._previous
         if prev is not None and prev._index is not None:
             old = prev.segments
@@ -74,7 +89,7 @@ class TableView:
         return best
 
     @property
-    def index(self) -> dict[str, _Loc]:
+    def index(self) -> IdIndex:
         if self._index is None:
             with self._lock:
                 if self._index is None:
@@ -86,21 +101,40 @@ class TableView:
                             memo[self.name] = self
         return self._index
 
-    def get(self, row_id: str) -> dict[str, Any] | None:
+    # reads through the id index ----------------------------------------------------------
+    def locate(self, row_id: str) -> RowLocation | None:
+        """Where the newest version of row_id is (a tombstone too), or None if it never was."""
         loc = self.index.get(row_id)
-        if loc is None or loc[3]:
+        return None if loc is None else RowLocation(*loc)
+
+    def get(self, row_id: str) -> dict[str, Any] | None:
+        loc = self.locate(row_id)
+        if loc is None or loc.deleted:
             return None
-        table = self.segment_table(loc[1])
-        row = table.slice(loc[2], 1).to_pylist()[0]
-        for col in SYSTEM_COLUMNS:
-            row.pop(col, None)
-        return row
+        return visible(self.segment_table(loc.segment).slice(loc.row, 1).to_pylist()[0])
+
+    def rows(self, ids: Iterable[str], columns: list[str] | None = None) -> list[dict[str, Any]]:
+        """Live rows by id in the order asked (missing ids skipped), one Arrow take per segment;
+        `columns` limits what is read into Python (e.g. no episode content)."""
+        wanted = [loc for loc in map(self.locate, ids) if loc is not None and loc.is_live]
+        by_segment: dict[int, list[int]] = {}
+        for loc in wanted:
+            by_segment.setdefault(loc.segment, []).append(loc.row)
+        rows: dict[tuple[int, int], dict[str, Any]] = {}
+        for pos, numbers in by_segment.items():
+            segment = self.segment_table(pos)
+            if columns is not None:
+                segment = segment.select(columns)
+            taken = segment.take(pa.array(numbers, pa.int64())).to_pylist()
+            for number, row in zip(numbers, taken, strict=True):
+                rows[(pos, number)] = visible(row)
+        return [rows[(loc.segment, loc.row)] for loc in wanted]
 
     def ids(self) -> list[str]:
-        return [rid for rid, loc in self.index.items() if not loc[3]]
+        return [rid for rid, (_seq, _pos, _row, dead) in self.index.items() if not dead]
 
     def count(self) -> int:
-        return sum(1 for loc in self.index.values() if not loc[3])
+        return sum(1 for _seq, _pos, _row, dead in self.index.values() if not dead)
 
     def live_table(self) -> pa.Table:
         """All live rows as one Arrow table (system columns dropped), cached per snapshot."""
@@ -168,6 +202,10 @@ class Snapshot:
                 )
                 self._views[name] = view
             return view
+
+    def where(self, table: str, column: str, values: Iterable[str]) -> list[dict[str, Any]]:
+        """Live rows of `table` whose `column` is one of `values` (as Transaction.where)."""
+        return self.table(table).where(column, values)
 
     def release_previous(self) -> None:
         self._previous = None

@@ -8,7 +8,7 @@ conditional manifest write loses a race, so validation always sees the state it 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memlake.lake.snapshot import Snapshot
@@ -43,8 +43,31 @@ class Transaction:
         staged = self._lookup_staged(table, row_id)
         if staged is not None:
             return staged is not _TOMBSTONE
-        loc = self.snapshot.table(table).index.get(row_id)
-        return loc is not None and not loc[3]
+        loc = self.snapshot.table(table).locate(row_id)
+        return loc is not None and loc.is_live
+
+    def find(self, table: str, row_id: str) -> dict[str, Any] | None:
+        """get without the table's id index (TableView.find): for large tables that a write
+        would otherwise re-index."""
+        staged = self._lookup_staged(table, row_id)
+        if staged is not None:
+            return None if staged is _TOMBSTONE else dict(staged)
+        found = self.snapshot.table(table).find(row_id)
+        return found[1] if found is not None and found[0].is_live else None
+
+    def where(self, table: str, column: str, values: Iterable[str]) -> list[dict[str, Any]]:
+        """Live rows whose `column` is one of `values` (a scan, TableView.where); staged rows
+        win over the snapshot's."""
+        wanted = list(dict.fromkeys(values))
+        if not wanted:
+            return []
+        found = self.snapshot.table(table).scan(column, wanted)
+        wanted_set = set(wanted)
+        for rid, row in self.staged_rows(table):
+            found.pop(rid, None)
+            if row is not None and row.get(column) in wanted_set:
+                found[rid] = row
+        return list(found.values())
 
     def staged_rows(self, table: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
         """(id, row or None for a delete) for every row staged here and in parent transactions."""

@@ -18,7 +18,7 @@ from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.layers.fields import MAX_HIERARCHY_DEPTH
-from memlake.layers.tables import CONCEPTS, LINKS, where
+from memlake.layers.tables import CONCEPTS, LINKS
 from memlake.timeutil import iso
 
 DEFAULT_KIND = "concept"
@@ -109,7 +109,7 @@ def upsert(
 
 
 def children(source: Snapshot | Transaction, concept_id: str) -> list[dict[str, Any]]:
-    return sorted(where(source, CONCEPTS, "parent_id", [concept_id]), key=lambda r: r["id"])
+    return sorted(source.where(CONCEPTS, "parent_id", [concept_id]), key=lambda r: r["id"])
 
 
 def delete(txn: Transaction, concept_id: str) -> tuple[int, int]:
@@ -123,7 +123,7 @@ def delete(txn: Transaction, concept_id: str) -> tuple[int, int]:
             f"concept {concept_id} has {len(kids)} child concept(s): {names}",
             hint="Re-parent them with upsert_concept(parent_id=...) or delete them first.",
         )
-    links = where(txn, LINKS, "concept_id", [concept_id])
+    links = txn.where(LINKS, "concept_id", [concept_id])
     for link in links:
         txn.delete(LINKS, link["id"])
     txn.delete(CONCEPTS, concept_id)

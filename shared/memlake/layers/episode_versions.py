@@ -9,44 +9,38 @@ that wrote the revision it replaces. The history walks that chain through the re
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-import pyarrow.compute as pc
-
-from memlake.episodes import TABLE, not_found
+from memlake.episodes import TABLE, not_found, to_columns
 from memlake.errors import Conflict, InvalidArgument, NotFound
 from memlake.lake import Lake
-from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.layers import links, threads
 from memlake.timeutil import iso
 
-#: upsert_episode argument -> episodes column
-COLUMNS = {
-    "events": "content",
-    "source_title": "title",
-    "summary": "summary",
-    "context": "context",
-    "tags": "tags",
-    "started_at": "started_at",
-    "ended_at": "ended_at",
-    "timezone": "timezone",
-    "platform": "platform",
-    "client": "client",
-    "model": "model",
-    "voice_mode": "voice_mode",
-    "input_modalities": "input_modalities",
-    "output_modalities": "output_modalities",
-    "qualities": "qualities",
-}
+#: upsert_episode's arguments that are episode columns (episodes.to_columns names them)
+COLUMNS = (
+    "events",
+    "source_title",
+    "summary",
+    "context",
+    "tags",
+    "started_at",
+    "ended_at",
+    "timezone",
+    "platform",
+    "client",
+    "model",
+    "voice_mode",
+    "input_modalities",
+    "output_modalities",
+    "qualities",
+)
 
 
-def _to_column(key: str, value: Any) -> Any:
-    if key == "qualities":
-        return json.dumps(value, ensure_ascii=False) if value else None
-    return value
+def _columns(given: dict[str, Any]) -> dict[str, Any]:
+    return to_columns({key: given[key] for key in COLUMNS if key in given})
 
 
 def upsert(
@@ -69,11 +63,9 @@ def upsert(
             hint="Pass events (the markdown narration); on later upserts it may be omitted.",
         )
     row: dict[str, Any] = dict(existing) if existing else {"id": episode_id, "entity_ids": []}
-    for key, column in COLUMNS.items():
-        if key in given:
-            if key == "events" and not given[key]:
-                raise InvalidArgument("events cannot be empty", hint="Pass the narration.")
-            row[column] = _to_column(key, given[key])
+    if "events" in given and not given["events"]:
+        raise InvalidArgument("events cannot be empty", hint="Pass the narration.")
+    row.update(_columns(given))
     start, end = row.get("started_at"), row.get("ended_at")
     if start is not None and end is not None and start > end:
         raise InvalidArgument(
@@ -85,14 +77,14 @@ def upsert(
         links.set_episode_concepts(txn, episode_id, given["concept_ids"] or [])
     version = txn.snapshot.version + 1  # the engine commits this attempt as snapshot + 1
     staged = dict(txn.staged_rows(TABLE)).get(episode_id)
-    committed = txn.snapshot.table(TABLE).index.get(episode_id) if staged is None else None
+    committed = txn.snapshot.table(TABLE).locate(episode_id) if staged is None else None
     if existing is None:
         row.update(created_at=at, revision=1, previous_version=None)
         row.setdefault("context", default_context)
     elif row == existing:  # nothing changed: no new revision
-        return row, False, committed[0] if committed is not None else version
+        return row, False, committed.seq if committed is not None else version
     elif committed is not None:  # replacing a committed revision (not one staged in this batch)
-        row.update(revision=(existing.get("revision") or 1) + 1, previous_version=committed[0])
+        row.update(revision=(existing.get("revision") or 1) + 1, previous_version=committed.seq)
     row["updated_at"] = at
     txn.put(TABLE, row)
     return row, existing is None, version
@@ -101,7 +93,7 @@ def upsert(
 def preview(existing: dict[str, Any] | None, given: dict[str, Any]) -> dict[str, Any]:
     """The row an upsert will most likely write (for embedding ahead of the commit lock)."""
     row = dict(existing or {})
-    row.update({col: _to_column(key, given[key]) for key, col in COLUMNS.items() if key in given})
+    row.update(_columns(given))
     return row
 
 
@@ -126,22 +118,6 @@ def _bind_thread(
     row["source_thread_id"] = wanted
 
 
-def _written_at(snap: Snapshot, episode_id: str) -> dict[str, Any] | None:
-    """The row of episode_id that the commit of version snap.version wrote, if any."""
-    view = snap.table(TABLE)
-    for pos, seg in enumerate(view.segments):
-        if seg.seq != snap.version:
-            continue
-        table = view.segment_table(pos)
-        hits = table.filter(pc.equal(table.column("id"), episode_id)).to_pylist()
-        if hits and not hits[-1]["_deleted"]:
-            row = hits[-1]
-            row.pop("_deleted", None)
-            row.pop("_seq", None)
-            return row
-    return None
-
-
 def history(
     lake: Lake, tenant: str, episode_id: str, *, limit: int, from_version: int | None
 ) -> tuple[list[tuple[int, dict[str, Any]]], int | None, bool]:
@@ -150,11 +126,11 @@ def history(
     (their manifests were garbage-collected, or the episode was imported from another lake)."""
     if from_version is None:
         snap = lake.snapshot(tenant)
-        loc = snap.table(TABLE).index.get(episode_id)
+        loc = snap.table(TABLE).locate(episode_id)
         row = snap.table(TABLE).get(episode_id)
         if loc is None or row is None:
             raise not_found(episode_id)
-        version: int | None = loc[0]
+        version: int | None = loc.seq
     else:
         version, row = from_version, _at_version(lake, tenant, episode_id, from_version)
         if row is None:
@@ -180,4 +156,5 @@ def history(
 
 
 def _at_version(lake: Lake, tenant: str, episode_id: str, version: int) -> dict[str, Any] | None:
-    return _written_at(lake.snapshot(tenant, version=version), episode_id)
+    snap = lake.snapshot(tenant, version=version)
+    return snap.table(TABLE).written_at(snap.version, episode_id)

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from memlake.cursors import Pager
 from memlake.episodes import filtered, occurred_bounds
 from memlake.lake.snapshot import Snapshot
-from memlake.layers.tables import LINKS, where
+from memlake.layers.tables import LINKS
 
 
 def has_all(column: pa.ChunkedArray, wanted: list[str]) -> pa.Array:
@@ -51,7 +51,7 @@ def filter_episodes(
     if tags:
         table = table.filter(has_all(table.column("tags"), tags))
     if concept_id is not None:
-        linked = [lk["episode_id"] for lk in where(snap, LINKS, "concept_id", [concept_id])]
+        linked = [lk["episode_id"] for lk in snap.where(LINKS, "concept_id", [concept_id])]
         table = table.filter(pc.is_in(table.column("id"), value_set=pa.array(linked, pa.string())))
     return table
 
@@ -61,8 +61,6 @@ def newest_first(
 ) -> tuple[list[dict[str, Any]], str | None]:
     at, _ = occurred_bounds(table)
     table = table.append_column("__at", pc.cast(at, pa.int64()))
-    if "embedding" in table.column_names:  # never shown; keep it out of Python
-        table = table.drop_columns(["embedding"])
     if cursor:
         at_us, last_id = pager.decode(cursor)
         before = pc.or_(

@@ -17,7 +17,7 @@ from memlake.errors import NotFound
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.layers import concepts
-from memlake.layers.tables import CONCEPTS, LINKS, get_many, get_row, link_id, where
+from memlake.layers.tables import CONCEPTS, LINKS, link_id
 from memlake.timeutil import iso, now
 
 DEFAULT_CONFIDENCE = 1.0
@@ -34,17 +34,17 @@ def _concept_order(link: dict[str, Any]) -> tuple[Any, ...]:
 
 def links_of_episode(source: Snapshot | Transaction, episode_id: str) -> list[dict[str, Any]]:
     """The episode's links, by position (unset last), then link time."""
-    return sorted(where(source, LINKS, "episode_id", [episode_id]), key=_episode_order)
+    return sorted(source.where(LINKS, "episode_id", [episode_id]), key=_episode_order)
 
 
 def links_of_concept(source: Snapshot | Transaction, concept_id: str) -> list[dict[str, Any]]:
     """The concept's links, oldest first."""
-    return sorted(where(source, LINKS, "concept_id", [concept_id]), key=_concept_order)
+    return sorted(source.where(LINKS, "concept_id", [concept_id]), key=_concept_order)
 
 
 def concept_ids_by_episode(snap: Snapshot, episode_ids: Iterable[str]) -> dict[str, list[str]]:
     grouped: dict[str, list[dict[str, Any]]] = {}
-    for link in where(snap, LINKS, "episode_id", episode_ids):
+    for link in snap.where(LINKS, "episode_id", episode_ids):
         grouped.setdefault(link["episode_id"], []).append(link)
     return {
         e: [lk["concept_id"] for lk in sorted(v, key=_episode_order)] for e, v in grouped.items()
@@ -63,7 +63,7 @@ def _stage(
 ) -> bool:
     """Write the link (or update its position/confidence). Returns True when it is new."""
     lid = link_id(concept_id, episode_id)
-    existing = get_row(txn, LINKS, lid)
+    existing = txn.find(LINKS, lid)
     row = {
         "id": lid,
         "concept_id": concept_id,
@@ -87,7 +87,7 @@ def link(
 def unlink(txn: Transaction, episode_id: str, concept_id: str) -> int:
     _require(txn, episode_id, concept_id)
     lid = link_id(concept_id, episode_id)
-    if get_row(txn, LINKS, lid) is None:
+    if txn.find(LINKS, lid) is None:
         return 0
     txn.delete(LINKS, lid)
     return 1
@@ -116,7 +116,7 @@ def set_episode_concepts(
             f"concept_ids not found: {', '.join(missing[:10])}",
             hint="Create them with upsert_concept first, or drop them from concept_ids.",
         )
-    current = {lk["concept_id"]: lk for lk in where(txn, LINKS, "episode_id", [episode_id])}
+    current = {lk["concept_id"]: lk for lk in txn.where(LINKS, "episode_id", [episode_id])}
     removed = 0
     for concept_id in set(current) - set(concept_ids):
         txn.delete(LINKS, current[concept_id]["id"])
@@ -132,7 +132,7 @@ def set_episode_concepts(
 def linked_concepts(snap: Snapshot, episode_id: str) -> list[dict[str, Any]]:
     """The episode's concepts with the link's position, confidence and time."""
     links = links_of_episode(snap, episode_id)
-    rows = {r["id"]: r for r in get_many(snap.table(CONCEPTS), [lk["concept_id"] for lk in links])}
+    rows = {r["id"]: r for r in snap.table(CONCEPTS).rows([lk["concept_id"] for lk in links])}
     return [
         {**concepts.view(rows[lk["concept_id"]]), **link_fields(lk)}
         for lk in links

@@ -1,4 +1,4 @@
-"""The memory-layer tables, reading helpers over snapshot + staged rows, and the delete cleanup.
+"""The memory-layer tables, their derived ids, and the episode-delete cleanup.
 
 This is the feature module named in memlake.features: importing it registers the tables
 (threads, thread_messages, concepts, concept_links) and the episode-delete cleanup that removes
@@ -8,15 +8,11 @@ an episode's concept links and unbinds its source thread in delete_episode's tra
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 
 from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
-from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
-from memlake.layers.scan import scan
 from memlake.timeutil import now
 
 THREADS = "threads"
@@ -107,56 +103,6 @@ def message_id(thread_id: str, seq: int) -> str:
     return f"{thread_id}-{seq:06d}"
 
 
-# reading ---------------------------------------------------------------------------------
-def where(
-    source: Snapshot | Transaction, table: str, column: str, values: Iterable[str]
-) -> list[dict[str, Any]]:
-    """Live rows whose `column` is one of `values`; through a transaction, its staged rows win."""
-    wanted = list(dict.fromkeys(values))
-    if not wanted:
-        return []
-    snap = source.snapshot if isinstance(source, Transaction) else source
-    found = scan(snap.table(table), column, wanted)
-    if isinstance(source, Transaction):
-        wanted_set = set(wanted)
-        for rid, row in source.staged_rows(table):
-            found.pop(rid, None)
-            if row is not None and row.get(column) in wanted_set:
-                found[rid] = row
-    return list(found.values())
-
-
-def get_row(txn: Transaction, table: str, row_id: str) -> dict[str, Any] | None:
-    """txn.get without the table's id index (a scan; see memlake.layers.scan)."""
-    for rid, row in txn.staged_rows(table):
-        if rid == row_id:
-            return None if row is None else dict(row)
-    return scan(txn.snapshot.table(table), "id", [row_id]).get(row_id)
-
-
-def get_many(
-    view: TableView, ids: Iterable[str], columns: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """Rows by id in the order asked (missing ids skipped), one Arrow take per segment;
-    `columns` limits what is read into Python (e.g. no episode content)."""
-    wanted = [(rid, view.index.get(rid)) for rid in ids]
-    by_segment: dict[int, list[int]] = {}
-    for _rid, loc in wanted:
-        if loc is not None and not loc[3]:
-            by_segment.setdefault(loc[1], []).append(loc[2])
-    rows: dict[tuple[int, int], dict[str, Any]] = {}
-    for pos, row_numbers in by_segment.items():
-        segment = view.segment_table(pos)
-        if columns is not None:
-            segment = segment.select(columns)
-        taken = segment.take(pa.array(row_numbers, pa.int64())).to_pylist()
-        for number, row in zip(row_numbers, taken, strict=True):
-            row.pop("_deleted", None)
-            row.pop("_seq", None)
-            rows[(pos, number)] = row
-    return [rows[(loc[1], loc[2])] for _rid, loc in wanted if loc is not None and not loc[3]]
-
-
 def commit_version(txn: Transaction) -> int:
     """The manifest version this attempt commits as: the engine writes snapshot.version + 1 and
     re-runs change functions on a lost race, so the value is right for the attempt that lands."""
@@ -166,7 +112,7 @@ def commit_version(txn: Transaction) -> int:
 # episode-delete cleanup --------------------------------------------------------------------
 def on_episode_deleted(txn: Transaction, episode_id: str) -> None:
     """Remove the episode's concept links and unbind its source thread, in the same commit."""
-    for link in where(txn, LINKS, "episode_id", [episode_id]):
+    for link in txn.where(LINKS, "episode_id", [episode_id]):
         txn.delete(LINKS, link["id"])
-    for thread in where(txn, THREADS, "episode_id", [episode_id]):
+    for thread in txn.where(THREADS, "episode_id", [episode_id]):
         txn.put(THREADS, {**thread, "episode_id": None, "updated_at": now()})

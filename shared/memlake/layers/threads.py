@@ -21,7 +21,6 @@ from memlake.ids import new_id
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.layers.fields import MAX_THREAD_MESSAGES, MessageIn
-from memlake.layers.scan import scan
 from memlake.layers.tables import (
     MESSAGES,
     THREADS,
@@ -234,5 +233,5 @@ def read_messages(
         seq = table.column("seq")
         return pc.and_(pc.greater_equal(seq, offset), pc.less(seq, offset + limit))
 
-    rows = scan(snap.table(MESSAGES), "thread_id", [thread["id"]], in_page)
+    rows = snap.table(MESSAGES).scan("thread_id", [thread["id"]], in_page)
     return sorted(rows.values(), key=lambda r: r["seq"])

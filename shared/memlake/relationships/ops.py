@@ -100,9 +100,9 @@ def remove(txn: Transaction, relationship_id: str, token_id: str) -> Rel:
     """Tombstone a live relationship; NotFound says whether it was already removed."""
     row = txn.get(TABLE, relationship_id)
     if row is None:
-        loc = txn.snapshot.table(TABLE).index.get(relationship_id)
+        loc = txn.snapshot.table(TABLE).locate(relationship_id)
         staged = dict(txn.staged_rows(TABLE))
-        gone = (loc is not None and loc[3]) or (relationship_id in staged)
+        gone = (loc is not None and loc.deleted) or (relationship_id in staged)
         raise NotFound(
             f"relationship {relationship_id} was already removed"
             if gone

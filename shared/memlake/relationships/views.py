@@ -36,12 +36,11 @@ def label_of(title: str | None, summary: str | None, content: str | None) -> str
 def episode_nodes(snap: Snapshot, ids: Iterable[str]) -> dict[str, GraphNode]:
     """Labels and creation times of the live episodes among ids (reads only those rows)."""
     view = snap.table(EPISODES)
-    index = view.index
     wanted: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for episode_id in ids:
-        loc = index.get(episode_id)
-        if loc is not None and not loc[3]:
-            wanted[loc[1]].append((loc[2], episode_id))
+        loc = view.locate(episode_id)
+        if loc is not None and loc.is_live:
+            wanted[loc.segment].append((loc.row, episode_id))
     nodes: dict[str, GraphNode] = {}
     for pos, items in wanted.items():
         rows = pa.array([row for row, _ in items], pa.int64())
@@ -62,10 +61,10 @@ def episode_nodes(snap: Snapshot, ids: Iterable[str]) -> dict[str, GraphNode]:
 
 
 def require_episodes(snap: Snapshot, ids: list[str], field: str = "episode_ids") -> None:
-    index = snap.table(EPISODES).index
+    view = snap.table(EPISODES)
     for episode_id in ids:
-        loc = index.get(episode_id)
-        if loc is None or loc[3]:
+        loc = view.locate(episode_id)
+        if loc is None or loc.deleted:
             raise episode_not_found(field, episode_id)
 
 

@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow.compute as pc
-
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
 from memlake.search.embedding import Searcher
@@ -52,26 +50,12 @@ def _past(deadline: float | None) -> bool:
 
 def _chunks_row(snap: Snapshot, episode_id: str) -> tuple[dict[str, Any] | None, int | None]:
     """(row, commit version) of an episode's live chunks row, or (None, None). Reads only the
-    segments whose id range holds it, newest first, instead of indexing the whole table (a
+    segments whose id range holds it (TableView.find) instead of indexing the whole table (a
     cold maintenance Lambda would otherwise read every vector of the tenant)."""
-    view = snap.table(CHUNKS_TABLE)
-    segs = view.segments
-    best: tuple[int, int, int, dict[str, Any]] | None = None  # (seq, segment, row, data)
-    for pos in sorted(range(len(segs)), key=lambda p: (segs[p].seq, p), reverse=True):
-        ref = segs[pos]
-        if best is not None and ref.seq < best[0]:
-            break  # every row of an older segment is older than the one found
-        if not ref.min_id <= episode_id <= ref.max_id:
-            continue
-        table = view.segment_table(pos)
-        for at in pc.indices_nonzero(pc.equal(table.column("id"), episode_id)).to_pylist():
-            data = table.slice(at, 1).to_pylist()[0]
-            seq = ref.seq if data.get("_seq") is None else int(data["_seq"])
-            if best is None or (seq, pos, at) >= best[:3]:
-                best = (seq, pos, at, data)
-    if best is None or best[3].get("_deleted"):
+    found = snap.table(CHUNKS_TABLE).find(episode_id)
+    if found is None or not found[0].is_live:
         return None, None
-    return best[3], best[0]
+    return found[1], found[0].seq
 
 
 def _forget(lake: Lake, tenant: str, episode_id: str) -> bool:

@@ -126,12 +126,12 @@ class Indexer:
     def _stored(self, snap: Snapshot, episode_id: str) -> Embedded | None:
         """The vectors stored for an existing episode (None for a new one, without reading the
         chunks table: a new id is not in the episodes index)."""
-        loc = snap.table(TABLE).index.get(episode_id)
+        loc = snap.table(TABLE).locate(episode_id)
         view = snap.table(CHUNKS_TABLE)
-        if loc is None or loc[3] or not view.segments:
+        if loc is None or not loc.is_live or not view.segments:
             return None
-        loc = view.index.get(episode_id)
-        if loc is None or loc[3]:
+        loc = view.locate(episode_id)
+        if loc is None or not loc.is_live:
             return None
         row = view.get(episode_id)
         if row is None or row.get("model") != self.searcher.embedder.name:
@@ -160,14 +160,14 @@ class Indexer:
     ) -> tuple[Doc, int] | None:
         """The doc of a live episode whose chunks row alone is staged, in the commit that
         holds its row, with the staged vectors (None when they are not of its current text)."""
-        loc = ctx.snapshot.table(TABLE).index.get(episode_id)
+        loc = ctx.snapshot.table(TABLE).locate(episode_id)
         row = ctx.snapshot.table(TABLE).get(episode_id)
         if loc is None or row is None or chunks.get("model") != self.searcher.embedder.name:
             return None
         if chunks.get("content_hash") != self.searcher.content_hash(row):
             return None
         emb = Embedded.from_row(chunks, self.searcher.embedder.dim)
-        return self._doc(episode_id, row, loc[0], emb), emb.pending
+        return self._doc(episode_id, row, loc.seq, emb), emb.pending
 
     def on_commit(self, ctx: CommitContext) -> None:
         staged = list(ctx.txn.staged_rows(TABLE))
@@ -183,12 +183,12 @@ class Indexer:
         state = self._check(ctx.snapshot) or SearchState(
             self.searcher.embedder.name, self.searcher.embedder.dim
         )
-        index = ctx.snapshot.table(TABLE).index
+        episodes = ctx.snapshot.table(TABLE)
         old = {}
         for episode_id, _ in staged:
-            loc = index.get(episode_id)
-            if loc is not None and not loc[3]:
-                old[episode_id] = loc[0]
+            loc = episodes.locate(episode_id)
+            if loc is not None and loc.is_live:
+                old[episode_id] = loc.seq
         state = state.mark_dead(old)
         pending = dict(state.pending)
         docs = []

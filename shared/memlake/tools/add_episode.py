@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
 
 from memlake import idempotency
-from memlake.episodes import TABLE, VectorsPending, public_view
+from memlake.episodes import TABLE, EpisodeInput, VectorsPending, public_view, to_columns
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
@@ -18,19 +17,15 @@ from memlake.models import (
     MAX_SUMMARY_CHARS,
     Context,
     EntityId,
-    Input,
     IsoTime,
     Output,
-    check_metadata,
-    check_span,
-    time_field,
 )
 from memlake.search.indexing import embed_ahead
 from memlake.timeutil import now
 from memlake.tools.base import Annotations, ToolContext, ToolSpec
 
 
-class AddEpisodeInput(Input):
+class AddEpisodeInput(EpisodeInput):
     content: str = Field(min_length=1)
     summary: str | None = Field(None, max_length=MAX_SUMMARY_CHARS)
     metadata: dict[str, Any] | None = None
@@ -41,23 +36,6 @@ class AddEpisodeInput(Input):
     started_at: IsoTime | None = Field(None, description="When it began (ISO 8601)")
     ended_at: IsoTime | None = Field(None, description="When it ended (ISO 8601)")
     idempotency_key: idempotency.IdempotencyKey | None = idempotency.key_field()
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("content is empty; pass the episode's text")
-        return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return check_metadata(value)
-
-    @model_validator(mode="after")
-    def _times(self) -> AddEpisodeInput:
-        check_span(self.started_at, self.ended_at)
-        return self
 
 
 class EntityLinkFailure(Output):
@@ -103,17 +81,14 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
     episode_id = new_id()
     created = now()
     entity_ids = list(dict.fromkeys(args.entity_ids or []))
+    given = args.model_dump(include={"content", "summary", "metadata", "started_at", "ended_at"})
     row = {
         "id": episode_id,
-        "content": args.content,
-        "summary": args.summary,
+        **to_columns(given),
         "context": args.context or ctx.settings.default_context,
-        "metadata": json.dumps(args.metadata, ensure_ascii=False) if args.metadata else None,
         "entity_ids": entity_ids,
         "created_at": created,
         "updated_at": created,
-        "started_at": time_field(args.started_at, "started_at"),
-        "ended_at": time_field(args.ended_at, "ended_at"),
     }
 
     def change(txn: Transaction) -> AddEpisodeOutput:

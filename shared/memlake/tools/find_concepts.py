@@ -10,7 +10,7 @@ from memlake.cursors import ID, TEXT, Cursor, pager
 from memlake.layers import concepts, links
 from memlake.layers.fields import ConceptId, ConceptKind, ConceptQuery
 from memlake.layers.models import ConceptView
-from memlake.layers.tables import LINKS, where
+from memlake.layers.tables import LINKS
 from memlake.models import EpisodeId, Input, Output
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
@@ -54,7 +54,7 @@ def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
         pager=cursors,
     )
     counts = Counter(
-        lk["concept_id"] for lk in where(snap, LINKS, "concept_id", [r["id"] for r in page])
+        lk["concept_id"] for lk in snap.where(LINKS, "concept_id", [r["id"] for r in page])
     )
     found = [ConceptSummary(**concepts.view(r), episode_count=counts[r["id"]]) for r in page]
     return FindConceptsOutput(concepts=found, count=len(found), next_cursor=next_cursor)

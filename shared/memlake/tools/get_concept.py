@@ -8,7 +8,7 @@ from memlake import episodes
 from memlake.layers import concepts, links
 from memlake.layers.fields import ConceptId
 from memlake.layers.models import MAX_LISTED_IDS, ConceptView, LinkedEpisode
-from memlake.layers.tables import CONCEPTS, get_many
+from memlake.layers.tables import CONCEPTS
 from memlake.models import Input, Output
 from memlake.timeutil import iso
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
@@ -46,7 +46,7 @@ def run(ctx: ToolContext, args: GetConceptInput) -> GetConceptOutput:
         raise concepts.not_found(args.id)
     linked = links.links_of_concept(snap, args.id)
     shown = linked[: args.episode_limit]
-    rows = get_many(snap.table(episodes.TABLE), [lk["episode_id"] for lk in shown], EPISODE_COLUMNS)
+    rows = snap.table(episodes.TABLE).rows([lk["episode_id"] for lk in shown], EPISODE_COLUMNS)
     by_id = {r["id"]: r for r in rows}
     described = [
         LinkedEpisode(

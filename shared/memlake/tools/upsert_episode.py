@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
 
-from memlake.episodes import TABLE, VectorsPending, public_view
+from memlake.episodes import TABLE, EpisodeInput, VectorsPending, public_view
 from memlake.errors import InvalidArgument
 from memlake.ids import new_id
 from memlake.lake import Transaction
@@ -30,12 +30,8 @@ from memlake.models import (
     MAX_SUMMARY_CHARS,
     Context,
     EpisodeId,
-    Input,
     IsoTime,
     Output,
-    check_metadata,
-    check_span,
-    time_field,
 )
 from memlake.timeutil import now
 from memlake.tools.base import Annotations, ToolContext, ToolSpec
@@ -43,7 +39,7 @@ from memlake.tools.base import Annotations, ToolContext, ToolSpec
 LIST_FIELDS = ("tags", "input_modalities", "output_modalities", "concept_ids")
 
 
-class UpsertEpisodeInput(Input):
+class UpsertEpisodeInput(EpisodeInput):
     id: EpisodeId | None = Field(None, description="Episode to update; omit to create")
     events: str | None = Field(
         None, min_length=1, description="Markdown narration with times (needed to create)"
@@ -69,23 +65,6 @@ class UpsertEpisodeInput(Input):
         description="Replaces its concept links (in order)",
     )
 
-    @field_validator("events")
-    @classmethod
-    def _events(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("events is empty; pass the markdown narration")
-        return value
-
-    @field_validator("qualities")
-    @classmethod
-    def _qualities(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return check_metadata(value)
-
-    @model_validator(mode="after")
-    def _times(self) -> UpsertEpisodeInput:
-        check_span(self.started_at, self.ended_at)
-        return self
-
 
 class UpsertEpisodeOutput(Output):
     """Ids, times and counts of the write (docs/decisions/1112); get_episode shows the episode."""
@@ -105,9 +84,7 @@ def _given(args: UpsertEpisodeInput) -> dict[str, Any]:
     given: dict[str, Any] = {}
     for key in args.model_fields_set - {"id"}:
         value = getattr(args, key)
-        if key in ("started_at", "ended_at"):
-            value = time_field(value, key)
-        elif key in LIST_FIELDS:
+        if key in LIST_FIELDS:
             value = unique(value)
         given[key] = value
     return given

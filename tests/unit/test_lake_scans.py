@@ -1,0 +1,73 @@
+"""TableView.scan finds the same live rows as filtering the table's live rows, through updates,
+deletes, re-creation and compaction."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memlake.lake import Lake, Transaction
+from memlake.lake.compaction import compact
+from memlake.layers.tables import LINKS
+from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
+
+
+def expected(lake: Lake, values: list[str]) -> dict[str, dict]:
+    live = lake.snapshot("t").table(LINKS).live_table()
+    mask = pc.is_in(live.column("episode_id"), value_set=pa.array(values, pa.string()))
+    return {r["id"]: r for r in live.filter(mask).to_pylist()}
+
+
+def test_scan_matches_the_live_table(tmp_path: Path) -> None:
+    lake, rng = bare_lake(LocalStore(tmp_path)), random.Random(3)
+    episodes = [f"e{i}" for i in range(6)]
+    for step in range(60):
+
+        def change(txn: Transaction, step: int = step) -> None:
+            for _ in range(rng.randint(1, 4)):
+                rid = f"l{rng.randint(0, 15)}"
+                if rng.random() < 0.3:
+                    txn.delete(LINKS, rid)
+                else:
+                    row = {"id": rid, "concept_id": "c", "episode_id": rng.choice(episodes)}
+                    txn.put(LINKS, {**row, "position": step, "created_at": datetime.now(UTC)})
+
+        lake.commit("t", change)
+        if step % 20 == 19:
+            compact(lake, "t", min_segments=2)
+        for values in ([episodes[step % 6]], episodes[:3], ["nobody"]):
+            view = lake.snapshot("t").table(LINKS)
+            assert view.scan("episode_id", values) == expected(lake, values), (step, values)
+
+
+def test_find_and_rows_agree_with_the_index(tmp_path: Path) -> None:
+    """find (no index, newest segment first) and rows (index) resolve every id as get does."""
+    lake, rng = bare_lake(LocalStore(tmp_path)), random.Random(5)
+    ids = [f"l{i}" for i in range(12)]
+    for step in range(40):
+
+        def change(txn: Transaction, step: int = step) -> None:
+            for _ in range(rng.randint(1, 3)):
+                rid = rng.choice(ids)
+                if rng.random() < 0.3:
+                    txn.delete(LINKS, rid)
+                else:
+                    row = {"id": rid, "concept_id": "c", "episode_id": f"e{step}"}
+                    txn.put(LINKS, {**row, "position": step, "created_at": datetime.now(UTC)})
+
+        lake.commit("t", change)
+        if step % 15 == 14:
+            compact(lake, "t", min_segments=2)
+        view = lake.snapshot("t").table(LINKS)
+        for rid in [*ids, "nobody"]:
+            found, loc = view.find(rid), view.locate(rid)
+            assert (found[0] if found else None) == loc, (step, rid)
+            assert (found[1] if found and loc and loc.is_live else None) == view.get(rid)
+        live = [rid for rid in reversed(ids) if view.get(rid) is not None]
+        assert view.rows([*reversed(ids), "nobody"]) == [view.get(rid) for rid in live]
+        assert all("_seq" not in r and "_deleted" not in r for r in view.rows(ids))
