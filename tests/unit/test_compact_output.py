@@ -15,7 +15,7 @@ from memlake.models import KEEP_EMPTY, Output
 from memlake.search.best_passage import PASSAGE_CHARS, Span, _pick, _widen
 from memlake.tools.search_episodes import fair_shares
 
-from .layers_support import Harness
+from .tools.support import Harness
 
 
 class Item(Output):

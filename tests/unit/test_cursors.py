@@ -18,7 +18,7 @@ from memlake.errors import ConfigurationError, InvalidArgument
 from memlake.store.local import LocalStore
 from tests.wiring import bare_lake
 
-from .layers_support import Harness
+from .tools.support import Harness
 
 KEY = b"k" * 32
 

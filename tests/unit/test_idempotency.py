@@ -18,7 +18,7 @@ from memlake.store.local import LocalStore
 from memlake.timeutil import now
 from tests.wiring import bare_lake
 
-from .layers_support import Harness
+from .tools.support import Harness
 
 KEY = "3f6c1e0a-8a8e-4c8e-9a51-5d1f0f2b7c11"
 

@@ -10,7 +10,7 @@ from memlake.store.local import LocalStore
 from memlake.transfer import export_tenant, import_tenant
 from tests.wiring import bare_lake
 
-from .layers_support import Harness
+from .tools.support import Harness
 
 
 def test_export_import_round_trip(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from memlake.store.local import LocalStore
 from memlake.timeutil import now
 from tests.wiring import bare_lake
 
-from .test_relationships import Caller
+from .tools.support import Caller
 
 ORDER = {"follows", "causes"}
 N_EPISODES = 5

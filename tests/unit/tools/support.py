@@ -1,4 +1,5 @@
-"""Calling memory-layer tools in-process against a local lake (unit tests of the layers)."""
+"""Calling tools in-process against a local lake, as /mcp does after JSON parsing (unit tests of
+the tools, and of the cursors, idempotency and compact results they return)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,48 @@ from memlake.lake import Lake
 from memlake.store.local import LocalStore
 from memlake.tools.registry import get_tool
 from tests.wiring import bare_lake, tool_context
+
+FULL = {
+    "events": "## 09:00\nWe compared Parquet and Avro.\n## 09:30\nParquet won.",
+    "source_title": "Storage format decision",
+    "started_at": "2026-03-01T09:00:00+01:00",
+    "ended_at": "2026-03-01T09:45:00+01:00",
+    "timezone": "Europe/Berlin",
+    "platform": "claude",
+    "client": "claude-desktop",
+    "model": "claude-opus-4",
+    "voice_mode": True,
+    "input_modalities": ["voice", "text", "voice"],
+    "output_modalities": ["text"],
+    "qualities": {"mood": "focused", "depth": 3},
+    "tags": ["storage", "decision"],
+    "context": "memlake",
+}
+
+
+class Caller:
+    """Calls tools the way /mcp does after JSON parsing: validate arguments, then run."""
+
+    def __init__(self, lake: Lake, tenant: str = "t", token_id: str = "tok-a") -> None:
+        self.ctx = tool_context(Principal(tenant, token_id), lake, Settings())
+
+    def __call__(self, tool: str, **args: Any) -> dict[str, Any]:
+        spec = get_tool(tool)
+        assert spec is not None, tool
+        out = spec.run(self.ctx, spec.input_model.model_validate(args))
+        return out.model_dump(mode="json")  # type: ignore[no-any-return]
+
+    def episodes(self, n: int, **fields: Any) -> list[str]:
+        return [self("add_episode", content=f"episode {i}", **fields)["id"] for i in range(n)]
+
+    def link(self, a: str, b: str, type_: str = "follows", **args: Any) -> dict[str, Any]:
+        return self(
+            "add_episode_relationship",
+            from_episode_id=a,
+            to_episode_id=b,
+            relationship_type=type_,
+            **args,
+        )
 
 
 class Harness:

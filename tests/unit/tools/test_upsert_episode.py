@@ -1,40 +1,14 @@
-"""upsert_episode (ADR-007 model), its revision history, thread binding and find_episodes."""
+"""upsert_episode (ADR-007 model): every field, partial updates, no-op writes, bounds, thread
+binding, concept_ids."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from memlake.errors import Conflict, InvalidArgument, NotFound
-from memlake.lake.compaction import compact
-from memlake.lake.gc import collect_garbage
 
-from .layers_support import Harness
-
-FULL = {
-    "events": "## 09:00\nWe compared Parquet and Avro.\n## 09:30\nParquet won.",
-    "source_title": "Storage format decision",
-    "started_at": "2026-03-01T09:00:00+01:00",
-    "ended_at": "2026-03-01T09:45:00+01:00",
-    "timezone": "Europe/Berlin",
-    "platform": "claude",
-    "client": "claude-desktop",
-    "model": "claude-opus-4",
-    "voice_mode": True,
-    "input_modalities": ["voice", "text", "voice"],
-    "output_modalities": ["text"],
-    "qualities": {"mood": "focused", "depth": 3},
-    "tags": ["storage", "decision"],
-    "context": "memlake",
-}
-
-
-@pytest.fixture
-def h(tmp_path: Path) -> Harness:
-    return Harness(tmp_path)
+from .support import FULL, Harness
 
 
 def test_create_with_every_field_and_read_it_back(h: Harness) -> None:
@@ -83,21 +57,6 @@ def test_an_upsert_that_changes_nothing_writes_nothing(h: Harness) -> None:
     assert again["revision"] == 1 and again["version"] == first["version"]
     assert not again["created"] and h.objects() == before
     assert h.call("get_episode_history", id=first["id"])["count"] == 1
-
-
-def test_history_survives_compaction_and_reports_collected_manifests(h: Harness) -> None:
-    eid = h.call("upsert_episode", **FULL)["id"]
-    for n in range(3):
-        h.call("upsert_episode", id=eid, events=f"revision {n + 2}")
-    compact(h.lake, "t", min_segments=2)
-    hist = h.call("get_episode_history", id=eid)
-    assert [r["episode"]["content"] for r in hist["revisions"]][:2] == ["revision 4", "revision 3"]
-    assert hist["count"] == 4
-    later = datetime.now(UTC) + timedelta(days=30)
-    collect_garbage(h.lake, "t", grace_seconds=60, history_seconds=3600, now=later)
-    hist = h.call("get_episode_history", id=eid)
-    assert hist["count"] == 1 and hist["older_collected"] is True
-    assert h.call("get_episode", id=eid)["content"] == "revision 4"
 
 
 def test_create_needs_events_and_times_stay_ordered(h: Harness) -> None:
@@ -159,46 +118,3 @@ def test_concept_ids_replace_the_links_and_refuse_unknown_ids(h: Harness) -> Non
         h.call("upsert_episode", id=eid, concept_ids=[a, "ghost"], events="changed")
     assert h.objects() == before
     assert h.call("upsert_episode", id=eid, events="keeps links")["concept_ids"] == [c, b]
-
-
-def test_find_episodes_filters_and_pages(h: Harness) -> None:
-    t = h.thread()["id"]
-    c = h.concept("lake")
-    ids = []
-    for day in range(1, 6):
-        ids.append(
-            h.call(
-                "upsert_episode",
-                events=f"day {day}",
-                started_at=f"2026-04-0{day}T10:00:00Z",
-                platform="claude" if day % 2 else "chatgpt",
-                tags=["work", "lake"] if day <= 3 else ["work"],
-                context="proj" if day != 5 else "other",
-                **({"source_thread_id": t} if day == 4 else {}),
-                **({"concept_ids": [c]} if day in (1, 2) else {}),
-            )["id"]
-        )
-
-    def found(**args: object) -> list[str]:
-        out = h.call("find_episodes", **args)
-        assert out["mode"] == "list"
-        return [e["id"] for e in out["episodes"]]
-
-    assert found() == ids[::-1]
-    assert found(platform="claude") == [ids[4], ids[2], ids[0]]
-    assert found(tags=["lake", "work"]) == [ids[2], ids[1], ids[0]]
-    assert found(tags=["lake", "nope"]) == []
-    assert found(thread_id=t) == [ids[3]]
-    assert found(concept_id=c) == [ids[1], ids[0]]
-    assert found(context="other") == [ids[4]]
-    assert found(time_start="2026-04-02T00:00:00Z", time_end="2026-04-03T23:00:00Z") == [
-        ids[2],
-        ids[1],
-    ]
-    first = h.call("find_episodes", platform="claude", limit=2)
-    assert "concept_ids" not in first["episodes"][0]  # none: left out
-    rest = h.call("find_episodes", platform="claude", limit=2, cursor=first.get("next_cursor"))
-    assert [e["id"] for e in rest["episodes"]] == [ids[0]] and rest.get("next_cursor") is None
-    assert rest["episodes"][0]["concept_ids"] == [c]
-    with pytest.raises(InvalidArgument, match="other filters"):
-        h.call("find_episodes", platform="chatgpt", cursor=first.get("next_cursor"))
