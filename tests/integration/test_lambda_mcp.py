@@ -141,6 +141,23 @@ def test_tenant_claim_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(k.startswith("tenants/acme/") for k in keys)
 
 
+def test_sam_local_tenant_only_under_sam_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sam local has no JWT authorizer: MEMLAKE_SAM_LOCAL_TENANT names the tenant of requests
+    without claims, but only where SAM CLI runs the function (AWS_SAM_LOCAL=true)."""
+    body = call("add_episode", {"content": "local memory"})
+    env = {**resolve_env(TEMPLATE, MCP), "MEMLAKE_SAM_LOCAL_TENANT": "dev"}
+    with lambda_env(monkeypatch, env):  # deployed: the variable alone opens nothing
+        handler = import_handler(handler_of(MCP))
+        assert handler(apigw_event(body), FakeContext())["statusCode"] == 401
+    with lambda_env(monkeypatch, {**env, "AWS_SAM_LOCAL": "true"}) as s3:
+        handler = import_handler(handler_of(MCP))
+        assert handler(apigw_event(body), FakeContext())["statusCode"] == 200
+        # claims, when an event has them, still decide
+        assert handler(apigw_event(body, claims=ALICE), FakeContext())["statusCode"] == 200
+        tenants = {o["Key"].split("/")[1] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]}
+    assert tenants == {"dev", "alice"}
+
+
 def test_logs_carry_the_correlation_id_but_no_content(
     invoke: Invoke, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -206,20 +206,23 @@ class ApiGatewayMcp:
     def __init__(self, services: Services | LazyServices) -> None:
         self.services = services
         cfg = services.settings
-        claim = cfg.tenant_claim
+        claim, local = cfg.tenant_claim, cfg.sam_local_tenant
         origins = OriginPolicy(cfg.allowed_origins, allowed_hosts=None)
         # auth is always on behind API Gateway: the JWT issuer is the authorization server
         discovery = AuthDiscovery(cfg.authorization_servers, cfg.public_url, scheme="https")
         self.app = McpHttpApp(
             cast(Services, services),
-            lambda req: self._principal(req, claim),
+            lambda req: self._principal(req, claim, local),
             origins,
             discovery=discovery,
         )
 
     @staticmethod
-    def _principal(req: HttpRequest, claim: str) -> Principal | None:
-        return principal_from_claims(getattr(req, "claims", None), claim)
+    def _principal(req: HttpRequest, claim: str, local_tenant: str) -> Principal | None:
+        claims = getattr(req, "claims", None)
+        if claims is None and local_tenant:  # sam local: no authorizer (Settings.sam_local_tenant)
+            return Principal(tenant_for_claim(local_tenant), "sam-local")
+        return principal_from_claims(claims, claim)
 
     def handle(self, event: dict[str, Any]) -> tuple[ApiGatewayRequest | None, HttpResponse]:
         """Never raises: an event it cannot read is a 400, a failure of ours a JSON-RPC
