@@ -44,7 +44,7 @@ container_runtime() {
   [ "$(id -u)" = 0 ] || no_runtime "dockerd is not running and only root may start it"
   say "starting dockerd (log: $SAM_HOME/dockerd.log)"
   nohup dockerd >"$SAM_HOME/dockerd.log" 2>&1 &
-  for _ in $(seq 60); do
+  for _ in $(seq 30); do
     docker info >/dev/null 2>&1 && return 0
     sleep 1
   done
