@@ -68,6 +68,9 @@ class Settings:
     tools_page_size: int = 100
     #: API Gateway JWT claim that names the tenant
     tenant_claim: str = "sub"
+    #: tenant of MCP requests without JWT claims, under `sam local` only (it has no JWT
+    #: authorizer); read only when AWS_SAM_LOCAL=true, which SAM CLI sets (docs/decisions/1160)
+    sam_local_tenant: str = ""
     compact_min_segments: int = 32
     #: search embeddings: "minilm" (local numpy model) or "bedrock" (Titan Text Embeddings v2)
     embedder: str = "minilm"
@@ -134,6 +137,9 @@ class Settings:
             cache_bytes=_int("MEMLAKE_CACHE_BYTES", 1 << 30, low=0),
             tools_page_size=_int("MEMLAKE_TOOLS_PAGE_SIZE", 100, low=1),
             tenant_claim=os.environ.get("MEMLAKE_TENANT_CLAIM", "sub"),
+            sam_local_tenant=os.environ.get("MEMLAKE_SAM_LOCAL_TENANT", "").strip()
+            if os.environ.get("AWS_SAM_LOCAL") == "true"
+            else "",
             compact_min_segments=_int("MEMLAKE_COMPACT_MIN_SEGMENTS", 32, low=2),
             embedder=_embedder(),
             bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),

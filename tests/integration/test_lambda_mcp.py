@@ -106,6 +106,18 @@ def test_tenant_claim_is_configurable(stack: Stack) -> None:
     assert keys and all(k.startswith("tenants/acme/") for k in keys)
 
 
+def test_sam_local_tenant_only_under_sam_local(stack: Stack) -> None:
+    """sam local has no JWT authorizer: MEMLAKE_SAM_LOCAL_TENANT names the tenant of requests
+    without claims, but only where SAM CLI runs the function (AWS_SAM_LOCAL=true)."""
+    body = call("add_episode", {"content": "local memory"})
+    stack.use(MEMLAKE_SAM_LOCAL_TENANT="dev")  # deployed: the variable alone opens nothing
+    assert stack.mcp(body)["statusCode"] == 401
+    stack.use(MEMLAKE_SAM_LOCAL_TENANT="dev", AWS_SAM_LOCAL="true")
+    assert stack.mcp(body)["statusCode"] == 200
+    assert stack.mcp(body, ALICE)["statusCode"] == 200  # claims, when an event has them, decide
+    assert {key.split("/")[1] for key in stack.object_keys()} == {"dev", "alice"}
+
+
 def test_logs_carry_the_correlation_id_but_no_content(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:

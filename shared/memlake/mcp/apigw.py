@@ -192,20 +192,23 @@ class ApiGatewayMcp:
     def __init__(self, services: Services | LazyServices) -> None:
         self.services = services
         cfg = services.settings
-        self.claim = claim = cfg.tenant_claim
+        self.claim, self.local_tenant = cfg.tenant_claim, cfg.sam_local_tenant
         origins = OriginPolicy(cfg.allowed_origins, allowed_hosts=None)
         # auth is always on behind API Gateway: the JWT issuer is the authorization server
         discovery = AuthDiscovery(cfg.authorization_servers, cfg.public_url, scheme="https")
         self.app = McpHttpApp(
             cast(Services, services),
-            lambda req: self._principal(req, claim),
+            lambda req: self._principal(req, self.claim, self.local_tenant),
             origins,
             discovery=discovery,
         )
 
     @staticmethod
-    def _principal(req: HttpRequest, claim: str) -> Principal | None:
-        return principal_from_claims(getattr(req, "claims", None), claim)
+    def _principal(req: HttpRequest, claim: str, local_tenant: str) -> Principal | None:
+        claims = getattr(req, "claims", None)
+        if claims is None and local_tenant:  # sam local: no authorizer (Settings.sam_local_tenant)
+            return Principal(tenant_for_claim(local_tenant), "sam-local")
+        return principal_from_claims(claims, claim)
 
     def handle(self, event: dict[str, Any]) -> Exchange:
         """Never raises: an event it cannot read is a 400, a failure of ours a JSON-RPC
@@ -222,7 +225,8 @@ class ApiGatewayMcp:
         except Exception:
             exchange = Exchange(internal_error(req.request_id))
         if exchange.principal is None:  # refused before authentication: the logs still say who
-            exchange = replace(exchange, principal=self._principal(req, self.claim))
+            who = self._principal(req, self.claim, self.local_tenant)
+            exchange = replace(exchange, principal=who)
         return exchange
 
     def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
