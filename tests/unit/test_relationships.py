@@ -14,21 +14,9 @@ from memlake.errors import AlreadyExists, Conflict
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.relationships import NewRelationship, add, relationship_index
-from memlake.store.local import LocalStore
 from memlake.timeutil import now
-from tests.wiring import bare_lake
 
 from .tools.support import Caller
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Lake:
-    return bare_lake(LocalStore(tmp_path))
-
-
-@pytest.fixture
-def call(lake: Lake) -> Caller:
-    return Caller(lake)
 
 
 def _new(a: str, b: str, type_: str = "follows") -> NewRelationship:

@@ -1,4 +1,5 @@
-"""Fixtures of the tool tests: a bare local lake, a Caller on it, a Harness on a directory."""
+"""Fixtures of the tool tests: a Harness on a directory (the bare local `lake` and the `call`
+Caller on it come from tests/unit/conftest.py, shared with the relationships library tests)."""
 
 from __future__ import annotations
 
@@ -6,21 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlake.lake import Lake
-from memlake.store.local import LocalStore
-from tests.wiring import bare_lake
-
-from .support import Caller, Harness
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Lake:
-    return bare_lake(LocalStore(tmp_path))
-
-
-@pytest.fixture
-def call(lake: Lake) -> Caller:
-    return Caller(lake)
+from .support import Harness
 
 
 @pytest.fixture
