@@ -15,59 +15,41 @@ from memlake.lake.gc import GRACE_SECONDS
 from memlake.maintenance import Maintenance, MaintenancePolicy
 from memlake.services import default_services
 
-from .lambda_helpers import (
-    FakeContext,
-    functions,
-    handler_of,
-    import_handler,
-    lambda_env,
-    load_template,
-    resolve_env,
-)
-
-TEMPLATE = load_template()
-FUNCTIONS = functions(TEMPLATE)
-
-
-def fn(logical_id: str) -> Any:
-    return import_handler(handler_of(FUNCTIONS[logical_id]))
+from .lambda_helpers import Stack
 
 
 def test_the_lambda_the_cli_and_the_tick_share_one_policy_from_settings(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN the functions' environment with two maintenance knobs turned
-    env = {
-        **resolve_env(TEMPLATE, FUNCTIONS["MaintenanceFunction"]),
-        "MEMLAKE_COMPACT_MIN_SEGMENTS": "12",
-        "MEMLAKE_EMBED_BATCH_PASSAGES": "7",
-    }
+    stack.use(
+        "MaintenanceFunction", MEMLAKE_COMPACT_MIN_SEGMENTS="12", MEMLAKE_EMBED_BATCH_PASSAGES="7"
+    )
     seen: dict[str, list[tuple[str, MaintenancePolicy]]] = {}
     door = ""
     real = maintenance.maintain_tenant
 
-    def spy(lake: Any, tenant: str, policy: MaintenancePolicy, **kw: Any) -> Any:
+    def spy(services: Any, tenant: str, policy: MaintenancePolicy, **kw: Any) -> Any:
         seen.setdefault(door, []).append((tenant, policy))
-        return real(lake, tenant, policy, **kw)
+        return real(services, tenant, policy, **kw)
 
     monkeypatch.setattr(maintenance, "maintain_tenant", spy)
-    with lambda_env(monkeypatch, env):
-        add = fn("AddEpisodeFunction")
-        for tenant in ("t1", "t2"):
-            add({"tenant": tenant, "arguments": {"content": f"{tenant} notes"}}, FakeContext())
-        # WHEN each door runs its maintenance
-        door = "lambda"
-        report = fn("MaintenanceFunction")({"detail-type": "Scheduled Event"}, FakeContext())
-        capsys.readouterr()  # the handlers' Powertools log lines
-        door = "cli maintain"
-        assert cli.main(["maintain", "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["tenants"] == 2
-        door = "cli compact"
-        assert cli.main(["compact", "--tenant", "t1"]) == 0
-        door = "cli gc"
-        assert cli.main(["gc", "--tenant", "t1", "--grace-seconds", "3600"]) == 0
-        door = "tick"
-        Maintenance(default_services()).tick()
+    for tenant in ("t1", "t2"):
+        episode = {"tenant": tenant, "arguments": {"content": f"{tenant} notes"}}
+        stack.invoke("AddEpisodeFunction", episode)
+    # WHEN each door runs its maintenance
+    door = "lambda"
+    report = stack.invoke("MaintenanceFunction", {"detail-type": "Scheduled Event"})
+    capsys.readouterr()  # the handlers' Powertools log lines
+    door = "cli maintain"
+    assert cli.main(["maintain", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tenants"] == 2
+    door = "cli compact"
+    assert cli.main(["compact", "--tenant", "t1"]) == 0
+    door = "cli gc"
+    assert cli.main(["gc", "--tenant", "t1", "--grace-seconds", "3600"]) == 0
+    door = "tick"
+    Maintenance(default_services()).tick()
     # THEN the Lambda and `memlake maintain` ran the same pass over every tenant, with the
     # thresholds from the settings (a quarter of the segments, 16 batches of 7 passages)
     scheduled = MaintenancePolicy(
