@@ -57,8 +57,8 @@ TYPES: list[FactType] = [
             "Oh, big news on our end: we adopted a {species} from {origin} and named it {petname}!",
             "So we have a new family member, a little {species} called {petname}. Got it from"
             " {origin}.",
-            "I caved and brought home a {species}. {petname} came from {origin} and already owns"
-            " the couch.",
+            "I caved and brought home a pet, a {species}. {petname} came from {origin} and"
+            " already owns the couch.",
             "Meet {petname}! [shares a photo of a {species} curled up on a blanket] We picked it"
             " up from {origin} on Saturday.",
         ],
@@ -234,9 +234,9 @@ TYPES: list[FactType] = [
         },
         [
             "I just got back from {city}! Went for {reason} and stayed a few extra days.",
-            "So I was in {city} for {reason} last week, the food alone was worth the flight.",
+            "So I was visiting {city} for {reason} last week, the food alone was worth the flight.",
             "[shares a photo of a narrow street at sunset] {city}. Flew out for {reason}.",
-            "Quick update: {city} trip for {reason} happened and I'm still jet lagged.",
+            "Quick travel update: {city} for {reason} happened and I'm still jet lagged.",
         ],
         [
             "Ahh I've always wanted to go there! What was the highlight?",
@@ -277,7 +277,7 @@ TYPES: list[FactType] = [
         [
             "I finally finished {book}, {verdict}.",
             "Reading {book} right now on your rec, {verdict}.",
-            "[shares a photo of a paperback on a beach towel] {book}, {verdict}.",
+            "[shares a photo of a paperback on a beach towel] Beach read: {book}, {verdict}.",
             "My book club picked {book} this month and {verdict}.",
         ],
         [
@@ -321,7 +321,7 @@ TYPES: list[FactType] = [
             "I started helping out with {charity} a couple of weekends a month, {task} mainly.",
             "[shares a photo of volunteers in matching t-shirts] {charity} crew! We did {task}"
             " all morning.",
-            "Did a shift at {charity} yesterday, {task}. Came home exhausted and happy.",
+            "Did a volunteer shift at {charity} yesterday, {task}. Came home exhausted and happy.",
         ],
         [
             "That's really kind of you.",
@@ -361,7 +361,7 @@ TYPES: list[FactType] = [
         },
         [
             "I went to {event} yesterday and it was {feeling}.",
-            "So last Friday I finally went to {event}. {feeling}, honestly.",
+            "So last Friday I finally went to {event}. The whole event was {feeling}, honestly.",
             "[shares a photo of a room full of folding chairs] {event}, yesterday. It was"
             " {feeling}.",
             "Remember I mentioned {event}? I went on Sunday, it was {feeling}.",
@@ -395,7 +395,7 @@ TYPES: list[FactType] = [
         },
         [
             "I signed up for {hobby} classes at {studio}, first one was Tuesday!",
-            "New obsession: {hobby}. I take a class at {studio} every week now.",
+            "New hobby: {hobby}. I take a class at {studio} every week now.",
             "[shares a photo of a very lopsided first attempt] My {hobby} debut at {studio} haha.",
             "I've been doing {hobby} at {studio} for a month, it's so calming.",
         ],
@@ -434,7 +434,7 @@ TYPES: list[FactType] = [
             "{child} just joined {activity} and comes home talking about nothing else.",
             "My little one, {child}, started {activity} this week, I'm so proud.",
             "[shares a photo of a kid grinning in a uniform] {child} at {activity}!",
-            "Parenting update: {child} begged to do {activity}, so we signed up.",
+            "Kid update: {child} begged to do {activity}, so we signed up.",
         ],
         [
             "Aww, how old is {child} now?",
