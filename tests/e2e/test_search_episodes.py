@@ -76,7 +76,7 @@ def test_paraphrase_needs_vectors_and_rare_terms_need_bm25(server: ServerUnderTe
             for hit in out["episodes"]:
                 b = hit["breakdown"]
                 assert 0 <= hit["score"] <= 1 and hit["score"] == b["score"]
-                assert 0 <= b["rrf_score"] <= 1 and 0.9 <= b["recency"] <= 1
+                assert 0 <= b["fused"] <= 1 and 0.9 <= b["recency"] <= 1
             scores = [h["score"] for h in out["episodes"]]
             assert scores == sorted(scores, reverse=True)
 
