@@ -12,7 +12,8 @@ was planned by its own write, a concurrent pass already did the work). The commi
 rebuilds the shard holding the episode (memlake.search.indexing).
 
 Bounded per run (`max_passages`, an optional monotonic `deadline`) and idempotent: a run that
-finds nothing pending reads only the manifest.
+finds nothing pending reads only the manifest. Each run also rebuilds up to UPGRADES_PER_RUN
+index shards written in an older object format (`upgrade_shards`; no re-embedding).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ The state lives in Manifest.extra["search"] and commits atomically with the epis
                  "seq": [first, last], "time": [min start us, max end us],
                  "contexts": [...] or null (too many), "none": true (some docs have no context),
                  "dead": [episode ids deleted or superseded since the shard was built],
-                 "tier": 0, "tail": true}, ...],
+                 "tier": 0, "tail": true, "format": 2}, ...],
      "pending": {"<episode id>": passages not embedded yet, ...}}
 
 Shards partition the commit versions: each holds the docs written in a contiguous range of
@@ -23,10 +23,11 @@ FANOUT sealed shards of one tier sit at the end, they merge into one shard of th
 DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Every rebuild reuses
 stored term frequencies and vectors (nothing is re-embedded).
 
-`pending` names the episodes whose later passages are not embedded yet (a write embeds at most
-Settings.embed_sync_passages; docs/decisions/1041). When the deferred pass commits more of an
-episode's vectors, the shard holding it is rebuilt in place (Layout.reindex): same commit range,
-the doc's old entry dropped and the doc re-added with its new vectors.
+`pending` names the episodes whose later passages are not embedded yet (docs/decisions/1041);
+when the deferred pass commits more of them, the shard holding the episode is rebuilt in place
+(Layout.reindex). A shard of an older object format (`format`, absent: 1) is rebuilt in the
+current one when a write touches it, one sealed shard per write, and by maintenance
+(memlake.search.backfill.upgrade_shards): re-tokenised from the stored rows, never re-embedded.
 """
 
 from __future__ import annotations
