@@ -206,5 +206,6 @@ def test_format1_shard_without_rows_keeps_episode_terms(tmp_path: Path) -> None:
     rebuilt = Shard.from_bytes(build(docs_of(old, None), model=old.model, dim=old.dim))
     assert rebuilt.format == 2 and rebuilt.p_start.tolist() == [-1]
     tids = rebuilt.term_ids(["heron"])
-    best, _, which = rebuilt.bm25_passages(tids, [1.0])
-    assert best[0] > 0 and rebuilt.passage_span(int(which[0])) is None
+    best, _, scores = rebuilt.bm25_passages(tids, [1.0])
+    (which,) = rebuilt.best_passages(np.array([0]), scores)
+    assert best[0] > 0 and which == 0 and rebuilt.passage_span(int(which)) is None

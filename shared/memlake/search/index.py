@@ -128,6 +128,8 @@ class Shard:
             self.p_tf: npt.NDArray[np.uint16] = arrays["p_tf"]
             self.chunk_passage: I32 = arrays["chunk_passage"]
             self.p_tfc = _tfc(self.p_tf.astype(np.float32), self.p_len, self.p_indices)
+            #: first passage of each doc, and the number of passages at the end
+            self.p_first: I64 = np.searchsorted(self.p_doc, np.arange(self.n + 1))
         else:  # format 1: no passages; every vector row's passage is unknown
             self.p_doc = np.empty(0, np.int32)
             self.p_start = self.p_end = np.empty(0, np.int32)
@@ -165,29 +167,39 @@ class Shard:
         """BM25 score of every doc for query terms (local ids) with the given idf weights."""
         return _accumulate(self.n, self.indptr, self.indices, self.tfc, ids, idf)
 
-    def bm25_passages(self, ids: Sequence[int], idf: Sequence[float]) -> tuple[F32, F32, I64]:
-        """Per doc: the best and second-best passage BM25 score and the best passage's number
-        (-1: no passage matched). A format-1 shard has no passages: all zero, -1."""
-        best = np.zeros(self.n, np.float32)
-        second = np.zeros(self.n, np.float32)
-        which = np.full(self.n, -1, np.int64)
-        if not self.has_passages:
-            return best, second, which
+    def bm25_passages(
+        self, ids: Sequence[int], idf: Sequence[float], second: bool = False
+    ) -> tuple[F32, F32, F32]:
+        """(best passage BM25 score per doc, second-best per doc (zeros unless `second`),
+        every passage's score). A format-1 shard has no passages: all zero."""
+        if not self.has_passages or not self.n:
+            zero = np.zeros(self.n, np.float32)
+            return zero, zero, np.zeros(0, np.float32)
         scores = _accumulate(len(self.p_doc), self.p_indptr, self.p_indices, self.p_tfc, ids, idf)
-        hit = np.flatnonzero(scores > 0)
-        if not len(hit):
-            return best, second, which
-        docs = self.p_doc[hit]
-        order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
-        hit, docs = hit[order], docs[order]
-        first = np.ones(len(hit), bool)
-        first[1:] = docs[1:] != docs[:-1]
-        best[docs[first]] = scores[hit[first]]
-        which[docs[first]] = hit[first]
-        runner = np.zeros(len(hit), bool)
-        runner[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
-        second[docs[runner]] = scores[hit[runner]]
-        return best, second, which
+        best = np.maximum.reduceat(scores, self.p_first[:-1])  # every doc has a passage
+        runner = np.zeros(self.n, np.float32)
+        if second:
+            hit = np.flatnonzero(scores > 0)
+            docs = self.p_doc[hit]
+            order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
+            hit, docs = hit[order], docs[order]
+            first = np.ones(len(hit), bool)
+            first[1:] = docs[1:] != docs[:-1]
+            nxt = np.zeros(len(hit), bool)
+            nxt[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
+            runner[docs[nxt]] = scores[hit[nxt]]
+        return best, runner, scores
+
+    def best_passages(self, docs: I64, scores: F32) -> I64:
+        """The best passage of each of `docs` by passage `scores` (-1: none scored > 0)."""
+        out = np.full(len(docs), -1, np.int64)
+        if not len(scores):
+            return out
+        for i, d in enumerate(docs.tolist()):
+            lo, hi = int(self.p_first[d]), int(self.p_first[d + 1])
+            j = lo + int(np.argmax(scores[lo:hi]))
+            out[i] = j if scores[j] > 0 else -1
+        return out
 
     # vectors ---------------------------------------------------------------------------
     def _index(self) -> faiss.Index:

@@ -32,7 +32,7 @@ from memlake.search.fusion import (
     normalise_scores,
     rrf_fuse,
 )
-from memlake.search.retrieve import Found, Ranked, bm25_shard, mask_of, top_k
+from memlake.search.retrieve import Found, Ranked, bm25_shard, mask_of
 from memlake.search.shards import SearchState
 from memlake.search.text import unique_terms
 
@@ -46,7 +46,7 @@ class SearchParams:
 
     fusion: Literal["convex", "rrf"] = "convex"
     #: convex: BM25's share (the vector gets 1 - alpha; `weights` scale both)
-    alpha: float = 0.5
+    alpha: float = 0.7
     #: convex: "theory" (BM25 over the query's total idf, cosine from `cos_floor`; absolute)
     #: or "minmax" (per query over the candidates; relative, Bruch et al.'s baseline)
     norm: Literal["theory", "minmax"] = "theory"
@@ -150,11 +150,9 @@ def search(
         if mask is not None and not mask.any():
             continue
         if terms and any(t >= 0 for t in tids):
-            scores, which, best = bm25_shard(shard, tids, idf_list, total_idf, params)
-            if mask is not None:
-                scores *= mask  # bm25s weight_mask semantics: filtered docs score 0
-            top = top_k(scores, cand)
-            bm25_found.add(no, top, scores[top], scores[top], which[top], best[top])
+            got = bm25_shard(shard, tids, idf_list, total_idf, params, mask, cand)
+            top, scores, which, best = got
+            bm25_found.add(no, top, scores, scores, which, best)
         if qvec is not None:
             docs, sims, second, passages = shard.vector_top(qvec, mask, cand)
             norm = np.clip((sims - floor) / (1 - floor), 0, 1)

@@ -95,14 +95,21 @@ class Found:
 
 
 def bm25_shard(
-    shard: Shard, tids: list[int], idf: list[float], total: float, params: SearchParams
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(normalised BM25 score of every doc, best passage, that passage's normalised score)."""
+    shard: Shard,
+    tids: list[int],
+    idf: list[float],
+    total: float,
+    params: SearchParams,
+    mask: np.ndarray | None,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The k best docs by normalised BM25 among `mask`: (docs, scores, best passage, that
+    passage's normalised score)."""
     episode = shard.bm25(tids, idf)
-    best, second, which = shard.bm25_passages(tids, idf)
+    agg = params.bm25_agg
+    best, second, passages = shard.bm25_passages(tids, idf, second=agg == "top2")
     if not shard.has_passages:  # format 1: the episode stands for its passages
         best = episode
-    agg = params.bm25_agg
     if agg == "episode":
         score = episode
     elif agg == "max":
@@ -112,4 +119,9 @@ def bm25_shard(
     else:
         score = np.float32(params.mix) * episode + np.float32(1 - params.mix) * best
     scale = np.float32(1.0 / total) if total > 0 else np.float32(0)
-    return np.minimum(score * scale, 1.0), which, np.minimum(best * scale, 1.0)
+    score = np.minimum(score * scale, 1.0)
+    if mask is not None:
+        score *= mask  # bm25s weight_mask semantics: filtered docs score 0
+    top = top_k(score, k)
+    which = shard.best_passages(top, passages)
+    return top, score[top], which, np.minimum(best[top] * scale, 1.0)
