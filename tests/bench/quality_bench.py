@@ -1,13 +1,18 @@
-"""Retrieval quality of BM25 alone, vectors alone and the fused ranking on long sessions.
+"""Retrieval quality of BM25 alone, vectors alone and the fused ranking on two dev corpora.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python tests/bench/quality_bench.py \
+        [--corpus sessions|conversations|both] [--chats 6] [--chat-seed 11] \
         [--conversations 6] [--sessions 40] [--facts 20] [--seed 7] [--grid fusion|all]
 
-Corpus: tests/bench/sessions.py (generated, deterministic). Every session is stored as an
-episode (context = its conversation, started_at = its date, title = its topics) through the
-lake's commit hooks, exactly as add_episode/upsert_episode store them: embedded in chunks and
-indexed in shards. Each question is searched within its conversation (context filter, recency
-off) and scored by recall@5, recall@10 and NDCG@10 against the session(s) holding its facts.
+Corpora (generated, deterministic): tests/bench/conversations.py, two-friend chats like the
+held-out benchmark (named speakers, dated sessions, facts stated once in passing, single-hop,
+multi-hop, temporal and inference questions; keywords strong), and tests/bench/sessions.py,
+long user/assistant sessions with paraphrased questions (vectors strong). Every session is
+stored as an episode (context = its conversation, started_at = its date, title = its topics
+or none) through the lake's commit hooks, exactly as add_episode/upsert_episode store them:
+embedded in chunks and indexed in shards. Each question is searched within its conversation
+(context filter, recency off) and scored by recall@5, recall@10, recall_all@10 (1 when every
+relevant session is in the top 10) and NDCG@10, overall and per question kind.
 --grid fusion compares the fusion's k, weights and BM25 confidence weighting; --grid all also
 re-indexes with other BM25 field weights and chunk sizes (and the whole-session baseline).
 """
@@ -19,8 +24,10 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -28,10 +35,27 @@ sys.path.insert(0, str(ROOT))
 from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal, ToolContext  # noqa: E402
 from memlake.lake import Transaction  # noqa: E402
-from memlake.search import indexing, text  # noqa: E402
+from memlake.search import embedding, passages, text  # noqa: E402
 from memlake.search.query import SearchParams, search  # noqa: E402
 from memlake.services import Services  # noqa: E402
-from tests.bench.sessions import Conversation, corpus  # noqa: E402
+from tests.bench import conversations, sessions  # noqa: E402
+from tests.bench.sessions import Question  # noqa: E402
+
+
+class Conversation(Protocol):
+    """What every corpus module yields (tests/bench/sessions.py, tests/bench/conversations.py)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def sessions(self) -> Sequence[str]: ...
+    @property
+    def titles(self) -> Sequence[str | None]: ...
+    @property
+    def dates(self) -> Sequence[datetime]: ...
+    @property
+    def questions(self) -> Sequence[Question]: ...
+
 
 MODES: dict[str, SearchParams] = {
     "bm25": SearchParams(weights={"bm25": 1.0, "vector": 0.0}),
@@ -40,7 +64,7 @@ MODES: dict[str, SearchParams] = {
 }
 
 
-def build(convs: list[Conversation], root: Path | None = None) -> tuple[ToolContext, list[str]]:
+def build(convs: Sequence[Conversation], root: Path | None = None) -> tuple[ToolContext, list[str]]:
     """A fresh local lake holding every session; returns a tool context and ids in order."""
     root = root or Path(tempfile.mkdtemp(prefix="memlake-quality-"))
     settings = Settings(data_dir=root)
@@ -51,7 +75,7 @@ def build(convs: list[Conversation], root: Path | None = None) -> tuple[ToolCont
     ids: list[str] = []
     for conv in convs:
         for body, title, when in zip(conv.sessions, conv.titles, conv.dates, strict=True):
-            row = {
+            row: dict[str, Any] = {
                 "id": new_id(),
                 "content": body,
                 "title": title,
@@ -72,12 +96,31 @@ def _dcg(gains: list[int]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 
 
+METRICS = ("recall@5", "recall@10", "recall_all@10", "ndcg@10")
+
+
+def _scores(got: list[str], rel: set[str]) -> dict[str, float]:
+    ideal = _dcg([1] * min(10, len(rel)))
+    return {
+        "recall@5": len(rel & set(got[:5])) / len(rel),
+        "recall@10": len(rel & set(got[:10])) / len(rel),
+        "recall_all@10": float(rel <= set(got[:10])),
+        "ndcg@10": _dcg([1 if g in rel else 0 for g in got[:10]]) / ideal,
+    }
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+    out["questions"] = len(rows)
+    return out
+
+
 def evaluate(
-    ctx: ToolContext, convs: list[Conversation], ids: list[str], params: SearchParams
-) -> dict[str, float]:
+    ctx: ToolContext, convs: Sequence[Conversation], ids: list[str], params: SearchParams
+) -> dict[str, Any]:
+    """Mean metrics over all questions, and the same per question kind under "by_kind"."""
     at = 0
-    r5 = r10 = ndcg = 0.0
-    n = 0
+    rows: list[tuple[str, dict[str, float]]] = []
     for conv in convs:
         conv_ids = ids[at : at + len(conv.sessions)]
         at += len(conv.sessions)
@@ -92,77 +135,107 @@ def evaluate(
                 recency=False,
                 params=params,
             )
-            got = [h.id for h in hits]
             rel = {conv_ids[i] for i in q.relevant}
-            r5 += len(rel & set(got[:5])) / len(rel)
-            r10 += len(rel & set(got[:10])) / len(rel)
-            ideal = _dcg([1] * min(10, len(rel)))
-            ndcg += _dcg([1 if g in rel else 0 for g in got[:10]]) / ideal
-            n += 1
-    return {"recall@5": r5 / n, "recall@10": r10 / n, "ndcg@10": ndcg / n, "questions": n}
+            rows.append((q.kind, _scores([h.id for h in hits], rel)))
+    out = _mean([r for _, r in rows])
+    kinds = sorted({k for k, _ in rows})
+    out["by_kind"] = {k: _mean([r for kind, r in rows if kind == k]) for k in kinds}
+    return out
 
 
-def report(name: str, m: dict[str, float]) -> None:
+def report(name: str, m: dict[str, Any], kinds: bool = False) -> None:
     print(
         f"{name:<34} recall@5 {m['recall@5']:.3f}  recall@10 {m['recall@10']:.3f}"
-        f"  NDCG@10 {m['ndcg@10']:.3f}",
+        f"  recall_all@10 {m['recall_all@10']:.3f}  NDCG@10 {m['ndcg@10']:.3f}",
+        flush=True,
+    )
+    for kind, k in m["by_kind"].items() if kinds and len(m["by_kind"]) > 1 else ():
+        report(f"  {kind} ({k['questions']})", k | {"by_kind": {}})
+
+
+def run_modes(ctx: ToolContext, convs: Sequence[Conversation], ids: list[str], tag: str) -> None:
+    for mode, params in MODES.items():
+        report(f"{tag} {mode}", evaluate(ctx, convs, ids, params), kinds=tag == "default")
+
+
+def stats(name: str, convs: Sequence[Conversation]) -> None:
+    sizes = [len(s.split()) for c in convs for s in c.sessions]
+    kinds: dict[str, int] = {}
+    for q in (q for c in convs for q in c.questions):
+        kinds[q.kind] = kinds.get(q.kind, 0) + 1
+    print(
+        f"== corpus {name}: {len(convs)} conversations, {len(sizes)} sessions"
+        f" ({min(len(c.sessions) for c in convs)}-{max(len(c.sessions) for c in convs)} each),"
+        f" {min(sizes)}-{max(sizes)} words per session (mean {sum(sizes) / len(sizes):.0f}),"
+        f" {sum(kinds.values())} questions: "
+        + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
         flush=True,
     )
 
 
-def run_modes(ctx: ToolContext, convs: list[Conversation], ids: list[str], tag: str) -> None:
-    for mode, params in MODES.items():
-        report(f"{tag} {mode}", evaluate(ctx, convs, ids, params))
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--conversations", type=int, default=6)
-    parser.add_argument("--sessions", type=int, default=40)
-    parser.add_argument("--facts", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--grid", choices=["fusion", "all"], default=None)
-    args = parser.parse_args()
-    convs = corpus(args.conversations, args.sessions, args.facts, seed=args.seed)
-    sizes = [len(s.split()) for c in convs for s in c.sessions]
-    questions = sum(len(c.questions) for c in convs)
-    print(
-        f"corpus: {len(convs)} conversations x {args.sessions} sessions, {questions} questions,"
-        f" {min(sizes)}-{max(sizes)} words per session (mean {sum(sizes) / len(sizes):.0f})"
-    )
-    indexing.EMBED_CACHE = 1 << 20  # re-indexing for the grid reuses vectors, as a rebuild does
-    t0 = time.perf_counter()
-    ctx, ids = build(convs)
-    print(f"indexed in {time.perf_counter() - t0:.1f} s (chunks of {indexing.CHUNK_TOKENS} tokens)")
-    run_modes(ctx, convs, ids, "default")
-    if not args.grid:
-        return
+def grid(convs: Sequence[Conversation], ctx: ToolContext, ids: list[str], which: str) -> None:
     for ref in (None, 0.1, 0.2, 0.3):
         for k in (1.0, 3.0, 10.0, 60.0):
             for wb, wv in ((1.0, 1.0), (1.0, 1.5), (1.5, 1.0)):
                 params = SearchParams(k=k, weights={"bm25": wb, "vector": wv}, confidence_ref=ref)
                 name = f"fused k={k:g} w_bm25={wb} w_vec={wv} conf={ref}"
                 report(name, evaluate(ctx, convs, ids, params))
-    if args.grid != "all":
+    if which != "all":
         return
     for weight in (1, 3):
         text.FIELD_WEIGHT = weight
         ctx, ids = build(convs)
         run_modes(ctx, convs, ids, f"field_weight={weight}")
     text.FIELD_WEIGHT = 2
+    chunking = (passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP)
     for tokens, overlap in ((48, 12), (128, 32), (256, 48)):
-        indexing.CHUNK_TOKENS, indexing.CHUNK_OVERLAP = tokens, overlap
+        passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP = tokens, overlap
         ctx, ids = build(convs)
         run_modes(ctx, convs, ids, f"chunks={tokens}/{overlap}")
-    indexing.CHUNK_TOKENS, indexing.CHUNK_OVERLAP = 256, 0
-    from memlake.embed import chunking
+    passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP = 256, 0
+    from memlake.embed import chunking as chunker
 
-    original = chunking.chunk_for_embedding
-    chunking.chunk_for_embedding = lambda *a, **kw: original(*a, **kw)[:1]  # type: ignore
+    original = chunker.chunk_for_embedding
+    chunker.chunk_for_embedding = lambda *a, **kw: original(*a, **kw)[:1]  # type: ignore
     ctx, ids = build(convs)
     run_modes(ctx, convs, ids, "whole session, first 256 tokens")
     params = SearchParams(k=60.0, confidence_ref=None)
     report("  (same) fused k=60, equal weights", evaluate(ctx, convs, ids, params))
+    chunker.chunk_for_embedding = original
+    passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP = chunking
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", choices=["sessions", "conversations", "both"], default="both")
+    parser.add_argument("--chats", type=int, default=6, help="conversations.py: conversations")
+    parser.add_argument("--chat-seed", type=int, default=11, help="conversations.py: seed")
+    parser.add_argument("--conversations", type=int, default=6, help="sessions.py")
+    parser.add_argument("--sessions", type=int, default=40, help="sessions.py")
+    parser.add_argument("--facts", type=int, default=20, help="sessions.py")
+    parser.add_argument("--seed", type=int, default=7, help="sessions.py")
+    parser.add_argument("--grid", choices=["fusion", "all"], default=None)
+    args = parser.parse_args()
+    corpora: list[tuple[str, Sequence[Conversation]]] = []
+    if args.corpus in ("conversations", "both"):
+        corpora.append(("conversations", conversations.corpus(args.chats, seed=args.chat_seed)))
+    if args.corpus in ("sessions", "both"):
+        long = sessions.corpus(args.conversations, args.sessions, args.facts, seed=args.seed)
+        corpora.append(("sessions", long))
+    embedding.EMBED_CACHE = 1 << 20  # re-indexing for the grid reuses vectors, as a rebuild does
+    began = time.perf_counter()
+    for name, convs in corpora:
+        stats(name, convs)
+        t0 = time.perf_counter()
+        ctx, ids = build(convs)
+        took = time.perf_counter() - t0
+        print(f"indexed in {took:.1f} s (chunks of {passages.CHUNK_TOKENS} tokens)", flush=True)
+        t0 = time.perf_counter()
+        run_modes(ctx, convs, ids, "default")
+        print(f"searched in {time.perf_counter() - t0:.1f} s", flush=True)
+        if args.grid:
+            grid(convs, ctx, ids, args.grid)
+    print(f"total {time.perf_counter() - began:.0f} s")
 
 
 if __name__ == "__main__":
