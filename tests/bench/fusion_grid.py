@@ -104,7 +104,9 @@ def memo_queries(ctx: Any) -> None:
     searcher.embed_query = cached
 
 
-def grid(ctx: Any, convs: list[Any], ids: list[str], quick: bool) -> list[tuple[str, Any]]:
+def grid(
+    ctx: Any, convs: list[Any], ids: list[str], quick: bool, key: bool = False
+) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
 
     def run(name: str, params: SearchParams) -> dict[str, Any]:
@@ -119,6 +121,14 @@ def grid(ctx: Any, convs: list[Any], ids: list[str], quick: bool) -> list[tuple[
     for agg in ("max", "top2"):
         run(f"vector {agg}", SearchParams(weights=vec_only, vec_agg=agg))  # type: ignore[arg-type]
     run("shipped: RRF k=1 conf=0.2, BM25 episode", SearchParams(fusion="rrf", bm25_agg="episode"))
+    if key:  # the rows behind the choice only (re-measuring after a change to passages)
+        for b, alphas in (("mix", (0.5, 0.6, 0.7, 0.8)), ("episode", (0.6, 0.7)), ("max", (0.7,))):
+            for alpha in alphas:
+                run(
+                    f"convex theory a={alpha} bm25={b} vec=max",
+                    SearchParams(alpha=alpha, bm25_agg=b),
+                )  # type: ignore[arg-type]
+        return out
     for k in (1.0, 10.0, 60.0):
         for wb, wv in ((1.0, 1.0), (1.0, 2.0), (2.0, 1.0)):
             for conf in (None, 0.2):
@@ -178,6 +188,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", default=["sessions", "conversations"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--distributions-only", action="store_true")
+    parser.add_argument("--key", action="store_true", help="only the rows behind the choice")
     args = parser.parse_args()
     for name in args.corpus:
         convs = load(name, args.quick)
@@ -189,7 +200,7 @@ def main() -> None:
         print(f"indexed in {time.perf_counter() - t0:.0f} s\n")
         print(f"| ranking | {' | '.join(KEYS)} | per kind NDCG/recall_all |")
         print("| --- | ---: | ---: | ---: | --- |")
-        measured = [] if args.distributions_only else grid(ctx, convs, ids, args.quick)
+        measured = [] if args.distributions_only else grid(ctx, convs, ids, args.quick, args.key)
         if measured:
             best = sorted(measured, key=lambda nm: -nm[1]["ndcg@10"])[:5]
             print("\nbest by NDCG@10:")
