@@ -46,7 +46,7 @@ class SearchParams:
 
     fusion: Literal["convex", "rrf"] = "convex"
     #: convex: BM25's share (the vector gets 1 - alpha; `weights` scale both)
-    alpha: float = 0.5
+    alpha: float = 0.6
     #: convex: "theory" (BM25 over the query's total idf, cosine from `cos_floor`; absolute)
     #: or "minmax" (per query over the candidates; relative, Bruch et al.'s baseline)
     norm: Literal["theory", "minmax"] = "theory"
