@@ -61,6 +61,7 @@ _REAL = (
     " recipe guitar laptop router marathon vendor rollout migration backup family weekend"
 )
 REAL_WORDS = _REAL.split()
+WORDS = 90
 
 
 def words(n: int) -> str:
@@ -77,7 +78,7 @@ def pct(values: list[float], p: float) -> float:
 class Corpus:
     def __init__(self, n: int, chunks: int, embedder: MiniLMEmbedder) -> None:
         base = embedder.embed([words(40) for _ in range(400)])
-        self.texts = [f"{words(90)} tag{i}" for i in range(n)]
+        self.texts = [f"{words(WORDS)} tag{i}" for i in range(n)]
         self.vectors = []
         for _ in range(n):
             v = base[rng.integers(0, len(base), size=chunks)] + rng.normal(0, 0.02, (chunks, 384))
@@ -94,7 +95,8 @@ def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
             row = {"id": new_id(), "content": corpus.texts[i], "context": f"c{i % 4}"}
             row["created_at"] = row["started_at"] = time_of(i)
             vecs = corpus.vectors[i]
-            svc._remember(Embedded(svc.content_hash(row), [0] * len(vecs), [0] * len(vecs), vecs))
+            starts, ends = windows(row["content"], len(vecs))
+            svc.embedded.remember(Embedded(svc.content_hash(row), starts, ends, vecs))
             rows.append(row)
 
         def change(txn: Transaction, rows: list[dict[str, Any]] = rows) -> None:
@@ -106,6 +108,15 @@ def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
             compact(lake, TENANT, min_segments=16)
     compact(lake, TENANT, min_segments=2)
     print(f"  filled {len(corpus.texts)} in {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def windows(text: str, n: int) -> tuple[list[int], list[int]]:
+    """n overlapping passages (a quarter of a window of overlap) covering `text`, as offsets."""
+    step = max(1, len(text) // n)
+    starts = [i * step for i in range(n)]
+    ends = [min(len(text), s + step + step // 4) for s in starts]
+    ends[-1] = len(text)
+    return starts, ends
 
 
 def time_of(i: int) -> Any:
@@ -122,12 +133,14 @@ def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> d
     store = CountingStore(LocalStore(root))
     lake = bare_lake(store)
     embedding.EMBED_CACHE = n + 1000
+    embedding.EMBED_CACHE_VECTORS = (n + 1000) * chunks
     ctx = indexed_context(Principal(TENANT), lake, settings, embedder)
     svc = ctx.services.search
     fill(lake, svc, corpus)
     out: dict[str, Any] = {"episodes": n, "vectors/ep": chunks}
     shards = lake.snapshot(TENANT).extra["search"]["shards"]
     out["shards"] = len(shards)
+    out["shard_B/ep"] = round(sum(s["bytes"] for s in shards) / n)
 
     qs = list(range(queries))
     for i in qs[:20]:  # warm the caches (shards, snapshot index, faiss)
@@ -228,7 +241,13 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--chunks", type=int, default=1)
+    parser.add_argument("--words", type=int, default=90, help="words per episode")
+    parser.add_argument("--no-lance", action="store_true")
     args = parser.parse_args()
+    global WORDS
+    WORDS = args.words
+    if args.no_lance:
+        globals()["lance"] = lambda *a: {}
     random.seed(7)
     embedder = MiniLMEmbedder.shared()
     rows = [bench_size(n, args.chunks, args.queries, embedder) for n in args.sizes]

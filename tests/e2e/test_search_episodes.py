@@ -76,7 +76,7 @@ def test_paraphrase_needs_vectors_and_rare_terms_need_bm25(server: ServerUnderTe
             for hit in out["episodes"]:
                 b = hit["breakdown"]
                 assert 0 <= hit["score"] <= 1 and hit["score"] == b["score"]
-                assert 0 <= b["rrf_score"] <= 1 and 0.9 <= b["recency"] <= 1
+                assert 0 <= b["fused"] <= 1 and 0.9 <= b["recency"] <= 1
             scores = [h["score"] for h in out["episodes"]]
             assert scores == sorted(scores, reverse=True)
 
@@ -149,9 +149,13 @@ def test_context_and_tenant_isolation(server: ServerUnderTest) -> None:
 
             # another tenant never sees alpha's episodes, by keywords or by meaning
             mine = await _add(beta, "Beta's own note about rowing practice", context="iso-red")
+            # (beta's rowing note does not match these either: scores are absolute, so nothing
+            # weak is returned just to fill the list)
             for query in ("Zanzibar spice order", "spices shipped to a team"):
                 out = await _search(beta, query, limit=50)
-                assert [h["id"] for h in out["episodes"]] == [mine]
+                assert {h["id"] for h in out["episodes"]} <= {mine}
+            out = await _search(beta, "rowing practice", limit=50)
+            assert [h["id"] for h in out["episodes"]] == [mine]
 
     run(scenario())
 
@@ -169,7 +173,9 @@ def test_delete_and_read_after_write(server: ServerUnderTest) -> None:
             assert deleted["deleted"] == 1
             for query in ("quokka", "ferry schedule", "selfie tips for the ferry"):
                 out = await _search(client, query, context="del", limit=50)
-                assert [h["id"] for h in out["episodes"]] == [keep]
+                assert {h["id"] for h in out["episodes"]} <= {keep}
+            out = await _search(client, "quokka", context="del", limit=50)
+            assert [h["id"] for h in out["episodes"]] == [keep]
 
     run(scenario())
 

@@ -9,7 +9,11 @@ import pytest
 from memlake.search.fusion import (
     FusedHit,
     apply_recency,
+    bm25_share,
+    convex_fuse,
+    cosine_score,
     max_rrf_score,
+    minmax,
     normalise_scores,
     recency_boost,
     rrf_fuse,
@@ -148,3 +152,27 @@ def test_apply_recency_reorders() -> None:
     assert out[1].score == pytest.approx(0.5 + 0.5 * 0.5 ** (365 / 30))
     unknown = apply_recency(hits, {}, weight=1.0)
     assert [(h.id, h.score) for h in unknown] == [("old", 1.0), ("new", 0.9)]
+
+
+def test_convex_fuse_is_a_weighted_sum_of_normalised_scores() -> None:
+    scores = {"bm25": {"a": 0.8, "b": 0.2}, "vector": {"b": 1.0, "c": 0.5}}
+    fused = {h.id: h for h in convex_fuse(scores, alpha=0.7)}
+    assert fused["a"].score == pytest.approx(0.56)
+    assert fused["b"].score == pytest.approx(0.7 * 0.2 + 0.3 * 1.0)
+    assert fused["c"].score == pytest.approx(0.15)
+    assert fused["a"].ranks == {"bm25": 1, "vector": None}
+    assert fused["b"].ranks == {"bm25": 2, "vector": 1}
+    # a zero weight turns a retriever off: the other's score is used alone
+    off = {h.id: h.score for h in convex_fuse(scores, alpha=0.7, weights={"vector": 0.0})}
+    assert off == {"a": pytest.approx(0.8), "b": pytest.approx(0.2), "c": 0.0}
+    with pytest.raises(ValueError):
+        convex_fuse(scores, alpha=1.5)
+
+
+def test_theoretical_normalisations_are_absolute_and_minmax_is_not() -> None:
+    assert bm25_share(3.0, 6.0) == 0.5 and bm25_share(9.0, 6.0) == 1.0 and bm25_share(1, 0) == 0
+    assert cosine_score(0.2, 0.2) == 0.0 and cosine_score(0.6, 0.2) == pytest.approx(0.5)
+    assert cosine_score(-0.3, 0.2) == 0.0
+    # min-max gives the best candidate 1.0 however weak it is
+    assert minmax({"x": 0.01, "y": 0.02}) == {"x": 0.0, "y": 1.0}
+    assert minmax({"x": 0.3}) == {"x": 1.0} and minmax({}) == {}

@@ -12,7 +12,8 @@ was planned by its own write, a concurrent pass already did the work). The commi
 rebuilds the shard holding the episode (memlake.search.indexing).
 
 Bounded per run (`max_passages`, an optional monotonic `deadline`) and idempotent: a run that
-finds nothing pending reads only the manifest.
+finds nothing pending reads only the manifest. Each run also rebuilds up to UPGRADES_PER_RUN
+index shards written in an older object format (`upgrade_shards`; no re-embedding).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from typing import Any
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
+from memlake.search import shards as layout
 from memlake.search.embedding import Searcher
 from memlake.search.indexing import CHUNKS_TABLE
 from memlake.search.passages import Embedded, embed_passages, passage_texts, plan
-from memlake.search.shards import EXTRA_KEY
+from memlake.search.shards import EXTRA_KEY, SearchState
 
 log = logging.getLogger("memlake.search.backfill")
+UPGRADES_PER_RUN = 8  # older-format shards rebuilt per maintenance run (one commit each)
 
 
 @dataclass
@@ -37,6 +40,42 @@ class BackfillReport:
     passages: int = 0  # embedded by this run
     commits: int = 0
     left: int = 0  # passages still pending in the tenants it went through
+    upgraded: int = 0  # shards rebuilt from an older object format
+
+
+def upgrade_shards(lake: Lake, searcher: Searcher, tenant: str, *, max_shards: int) -> int:
+    """Rebuild up to `max_shards` index shards of an older object format (format 1: no
+    passage postings) in the current one, one per commit: re-tokenised from the stored episode
+    rows and passages, vectors kept (nothing is re-embedded). Returns how many were rebuilt."""
+    from memlake.search.indexing import Indexer
+
+    indexer = Indexer(searcher)
+    done = 0
+    while done < max_shards:
+        state = SearchState.from_extra(lake.snapshot(tenant).extra)
+        if state is None or not any(layout.outdated(s) for s in state.shards):
+            return done
+
+        def change(txn: Transaction) -> bool:
+            current = SearchState.from_extra(txn.extra)
+            if current is None or not any(layout.outdated(s) for s in current.shards):
+                return False
+            snap = txn.snapshot
+            writer = layout.Layout(
+                searcher.shards,
+                lake.store,
+                tenant,
+                snap.version,
+                searcher.embedder.name,
+                rows=lambda ids: indexer.stored_rows(snap, ids),
+            )
+            txn.extra[EXTRA_KEY] = writer.upgrade(current, 1).to_json()
+            return True
+
+        if not lake.commit(tenant, change):
+            return done
+        done += 1
+    return done
 
 
 def pending_map(extra: dict[str, Any]) -> dict[str, int]:
@@ -120,6 +159,7 @@ def embed_pending(
     svc = searcher
     if not svc.indexing:
         return report
+    report.upgraded = upgrade_shards(lake, svc, tenant, max_shards=UPGRADES_PER_RUN)
     step = batch or svc.settings.embed_batch_passages
     left, skipped = max_passages, set()
     while True:

@@ -1,4 +1,4 @@
-"""One index shard: BM25 postings and chunk vectors for a group of episodes, as one object.
+"""One index shard: BM25 postings and passage vectors for a group of episodes, as one object.
 
 A shard is immutable once written. Its object is an uncompressed .npz (named .npy arrays plus a
 JSON header, loaded with allow_pickle=False, the way bm25s saves an index):
@@ -9,18 +9,29 @@ JSON header, loaded with allow_pickle=False, the way bm25s saves an index):
     ctx      context number per doc (-1: none)     doc_len  weighted term count per doc
     vocab    terms, '\\n'-joined (sorted)          indptr   CSC over terms (len(vocab) + 1)
     indices  doc of each posting                   tf       term frequency of each posting
-    vectors  chunk vectors (chunks x dim, unit)    chunk_doc  doc of each chunk (ascending)
+    vectors  passage vectors (rows x dim, unit)    chunk_doc  doc of each vector (ascending)
+
+Format 2 adds the episode's passages (memlake.search.passages: ALL of them, also those whose
+vectors are pending, the title/summary/tags passage too), each a BM25 "doc" of its own:
+
+    p_doc    doc of each passage (ascending)       p_start, p_end  offsets in content (-1: header)
+    p_len    term count of each passage            p_indptr  CSC over the same vocab
+    p_indices  passage of each posting             p_tf     term frequency (uint16)
+    chunk_passage  passage of each vector row (-1: a placeholder row, nothing embedded yet)
+
+A format-1 shard still loads and searches (episode-level BM25, no passage offsets); the layout
+rebuilds it in format 2 (memlake.search.shards).
 
 BM25 is the `lucene` variant of bm25s (k1 1.5, b 0.75): score(d) = sum over query terms t of
 idf(t) * tf / (tf + k1 * (1 - b + b * len(d) / avgdl)). The shard keeps the raw term
-frequencies; the tf part is computed at load and idf at query time from the document
-frequencies of every shard searched, so scores are comparable across shards (bm25s bakes a
-per-index idf into its matrix, which would rank a rare term lower in a small tail shard).
+frequencies; the tf part is computed at load (passages against the average passage length) and
+idf at query time from the episode document frequencies of every shard searched, so scores are
+comparable across shards and between episodes and passages: each term adds at most its idf, so
+a score over the query's total idf is in 0..1 (the share of the query matched, saturated).
 A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's weight_mask does.
 
-Vectors: exact inner product (FAISS IndexFlatIP) over unit vectors, i.e. cosine. An episode's
-vector score is its best chunk's; filters are a FAISS IDSelectorBitmap over chunks, so the
-top-k is taken among allowed rows only, never cut short by a post-filter.
+Vectors: exact inner product (FAISS IndexFlatIP) over unit vectors, i.e. cosine. Filters are a
+FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only.
 """
 
 from __future__ import annotations
@@ -28,9 +39,8 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,11 +49,13 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import faiss
 
-FORMAT = 1
+FORMAT = 2
+FORMATS = (1, 2)
 K1 = 1.5
 B = 0.75
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 NO_CONTEXT = -1
 
 
@@ -57,7 +69,11 @@ class Doc:
     t_end: int
     context: str | None
     terms: Sequence[str]
-    vectors: F32  # (chunks, dim), unit rows; at least one row
+    vectors: F32  # (rows, dim), unit rows; at least one row
+    #: every passage: (start, end, its BM25 terms); start/end -1 for the header passage
+    passages: Sequence[tuple[int, int, Sequence[str]]] = ()
+    #: passage number of each vector row (-1: a placeholder row); () means row i = passage i
+    vector_passages: Sequence[int] = field(default=())
 
 
 def _blob(items: Sequence[str]) -> npt.NDArray[np.uint8]:
@@ -69,13 +85,20 @@ def _unblob(arr: npt.NDArray[np.uint8]) -> list[str]:
     return text.split("\n") if text else []
 
 
+def _tfc(tf: F32, lengths: F32, indices: I32) -> F32:
+    avg = float(lengths.mean()) if len(lengths) else 1.0
+    norm = K1 * ((1 - B) + B * lengths / max(avg, 1e-9))
+    return (tf / (tf + norm[indices])).astype(np.float32)
+
+
 class Shard:
     """A loaded shard: arrays plus lazily built search structures (thread-safe)."""
 
     def __init__(self, arrays: dict[str, Any]) -> None:
         head = json.loads(arrays["header"].tobytes())
-        if head.get("format") != FORMAT:
-            raise ValueError(f"unsupported shard format {head.get('format')!r}")
+        self.format = head.get("format")
+        if self.format not in FORMATS:
+            raise ValueError(f"unsupported shard format {self.format!r}")
         self.model: str = head["model"]
         self.dim: int = int(head["dim"])
         self.contexts: list[str] = list(head["contexts"])
@@ -85,17 +108,32 @@ class Shard:
         self.seq: I64 = arrays["seq"]
         self.t_start: I64 = arrays["t_start"]
         self.t_end: I64 = arrays["t_end"]
-        self.ctx: npt.NDArray[np.int32] = arrays["ctx"]
+        self.ctx: I32 = arrays["ctx"]
         self.doc_len: F32 = arrays["doc_len"]
         self.indptr: I64 = arrays["indptr"]
-        self.indices: npt.NDArray[np.int32] = arrays["indices"]
+        self.indices: I32 = arrays["indices"]
         self.tf: F32 = arrays["tf"]
         self.vectors: F32 = arrays["vectors"]
-        self.chunk_doc: npt.NDArray[np.int32] = arrays["chunk_doc"]
+        self.chunk_doc: I32 = arrays["chunk_doc"]
         self.n = len(self.id_list)
-        avgdl = float(self.doc_len.mean()) if self.n else 1.0
-        norm = K1 * ((1 - B) + B * self.doc_len / max(avgdl, 1e-9))
-        self.tfc: F32 = (self.tf / (self.tf + norm[self.indices])).astype(np.float32)
+        self.tfc = _tfc(self.tf, self.doc_len, self.indices)
+        self.has_passages = self.format >= 2
+        if self.has_passages:
+            self.p_doc: I32 = arrays["p_doc"]
+            self.p_start: I32 = arrays["p_start"]
+            self.p_end: I32 = arrays["p_end"]
+            self.p_len: F32 = arrays["p_len"]
+            self.p_indptr: I64 = arrays["p_indptr"]
+            self.p_indices: I32 = arrays["p_indices"]
+            self.p_tf: npt.NDArray[np.uint16] = arrays["p_tf"]
+            self.chunk_passage: I32 = arrays["chunk_passage"]
+            self.p_tfc = _tfc(self.p_tf.astype(np.float32), self.p_len, self.p_indices)
+            #: first passage of each doc, and the number of passages at the end
+            self.p_first: I64 = np.searchsorted(self.p_doc, np.arange(self.n + 1))
+        else:  # format 1: no passages; every vector row's passage is unknown
+            self.p_doc = np.empty(0, np.int32)
+            self.p_start = self.p_end = np.empty(0, np.int32)
+            self.chunk_passage = np.full(len(self.chunk_doc), -1, np.int32)
         self._term_ids = {t: i for i, t in enumerate(self.vocab)}
         self._faiss: faiss.Index | None = None
         self._lock = threading.Lock()
@@ -106,6 +144,12 @@ class Shard:
     def from_bytes(cls, data: bytes) -> Shard:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             return cls({name: npz[name] for name in npz.files})
+
+    def passage_span(self, passage: int) -> tuple[int, int] | None:
+        """Content offsets of a passage (None: unknown, or the header passage)."""
+        if passage < 0 or passage >= len(self.p_start) or self.p_start[passage] < 0:
+            return None
+        return int(self.p_start[passage]), int(self.p_end[passage])
 
     # BM25 ------------------------------------------------------------------------------
     def term_ids(self, terms: Sequence[str]) -> list[int]:
@@ -121,13 +165,41 @@ class Shard:
 
     def bm25(self, ids: Sequence[int], idf: Sequence[float]) -> F32:
         """BM25 score of every doc for query terms (local ids) with the given idf weights."""
-        scores = np.zeros(self.n, dtype=np.float32)
-        for t, w in zip(ids, idf, strict=True):
-            if t < 0:
-                continue
-            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
-            scores[self.indices[lo:hi]] += np.float32(w) * self.tfc[lo:hi]  # docs unique per term
-        return scores
+        return _accumulate(self.n, self.indptr, self.indices, self.tfc, ids, idf)
+
+    def bm25_passages(
+        self, ids: Sequence[int], idf: Sequence[float], second: bool = False
+    ) -> tuple[F32, F32, F32]:
+        """(best passage BM25 score per doc, second-best per doc (zeros unless `second`),
+        every passage's score). A format-1 shard has no passages: all zero."""
+        if not self.has_passages or not self.n:
+            zero = np.zeros(self.n, np.float32)
+            return zero, zero, np.zeros(0, np.float32)
+        scores = _accumulate(len(self.p_doc), self.p_indptr, self.p_indices, self.p_tfc, ids, idf)
+        best = np.maximum.reduceat(scores, self.p_first[:-1])  # every doc has a passage
+        runner = np.zeros(self.n, np.float32)
+        if second:
+            hit = np.flatnonzero(scores > 0)
+            docs = self.p_doc[hit]
+            order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
+            hit, docs = hit[order], docs[order]
+            first = np.ones(len(hit), bool)
+            first[1:] = docs[1:] != docs[:-1]
+            nxt = np.zeros(len(hit), bool)
+            nxt[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
+            runner[docs[nxt]] = scores[hit[nxt]]
+        return best, runner, scores
+
+    def best_passages(self, docs: I64, scores: F32) -> I64:
+        """The best passage of each of `docs` by passage `scores` (-1: none scored > 0)."""
+        out = np.full(len(docs), -1, np.int64)
+        if not len(scores):
+            return out
+        for i, d in enumerate(docs.tolist()):
+            lo, hi = int(self.p_first[d]), int(self.p_first[d + 1])
+            j = lo + int(np.argmax(scores[lo:hi]))
+            out[i] = j if scores[j] > 0 else -1
+        return out
 
     # vectors ---------------------------------------------------------------------------
     def _index(self) -> faiss.Index:
@@ -142,11 +214,15 @@ class Shard:
                     self._faiss = index
         return self._faiss
 
-    def vector_top(self, query: F32, mask: npt.NDArray[np.bool_] | None, k: int) -> tuple[I64, F32]:
-        """(docs, scores) of the k docs whose best chunk is closest to `query`, among `mask`."""
+    def vector_top(
+        self, query: F32, mask: npt.NDArray[np.bool_] | None, k: int
+    ) -> tuple[I64, F32, F32, I64]:
+        """(docs, best cosine, second-best cosine among the rows searched (0 when none), best
+        row's passage) of the k docs whose best row is closest to `query`, among `mask`."""
         m = len(self.vectors)
+        empty = np.empty(0, np.int64), np.empty(0, np.float32)
         if m == 0 or k <= 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
+            return empty[0], empty[1], empty[1], empty[0]
         import faiss
 
         params = None
@@ -156,7 +232,7 @@ class Shard:
             chunk_mask = mask[self.chunk_doc]
             allowed = int(chunk_mask.sum())
             if allowed == 0:
-                return np.empty(0, np.int64), np.empty(0, np.float32)
+                return empty[0], empty[1], empty[1], empty[0]
             if allowed < m:
                 bits = np.packbits(chunk_mask, bitorder="little")
                 sel = faiss.IDSelectorBitmap(m, faiss.swig_ptr(bits))
@@ -171,127 +247,27 @@ class Shard:
             chunks, scores = idx[0][found], dist[0][found]
             docs = self.chunk_doc[chunks].astype(np.int64)
             _, first = np.unique(docs, return_index=True)
-            first.sort()  # first (best) chunk of each doc, in score order
+            first.sort()  # first (best) row of each doc, in score order
             if len(first) >= k or want >= allowed:
                 del keep
-                return docs[first][:k], scores[first][:k]
+                top = first[:k]
+                rest = np.ones(len(docs), bool)
+                rest[first] = False  # the later rows: the first of each doc is its second best
+                _, nxt = np.unique(docs[rest], return_index=True)
+                second = np.zeros(self.n, np.float32)
+                second[docs[rest][nxt]] = scores[rest][nxt]
+                passage = self.chunk_passage[chunks[top]].astype(np.int64)
+                return docs[top], scores[top], second[docs[top]], passage
             want = min(allowed, want * 4)
 
 
-def build(
-    docs: Sequence[Doc], *, model: str, dim: int, parts: Sequence[tuple[Shard, Any]] = ()
-) -> bytes:
-    """Serialise a shard of `parts` (loaded shards with a keep-mask over their docs, in order)
-    followed by `docs`. Nothing is re-embedded or re-tokenised: old docs keep their stored term
-    frequencies and vectors."""
-    vocabs: list[list[str]] = []
-    post_terms: list[I64] = []
-    post_docs: list[I64] = []
-    post_tf: list[F32] = []
-    cols: dict[str, list[Any]] = {k: [] for k in ("seq", "t_start", "t_end", "doc_len")}
-    ids: list[str] = []
-    contexts: dict[str, int] = {}
-    ctx_col: list[npt.NDArray[np.int32]] = []
-    vectors: list[F32] = []
-    chunk_doc: list[npt.NDArray[np.int32]] = []
-    offset = 0
-
-    def ctx_no(name: str | None) -> int:
-        return NO_CONTEXT if name is None else contexts.setdefault(name, len(contexts))
-
-    for shard, keep in parts:
-        if shard.model != model or shard.dim != dim:
-            raise ValueError(f"shard of {shard.model}/{shard.dim} cannot merge into {model}/{dim}")
-        keep = np.ones(shard.n, bool) if keep is None else np.asarray(keep, bool)
-        new_no = np.cumsum(keep) - 1 + offset
-        counts = np.diff(shard.indptr)
-        terms = np.repeat(np.arange(len(shard.vocab), dtype=np.int64), counts)
-        live = keep[shard.indices]
-        vocabs.append(shard.vocab)
-        post_terms.append(terms[live])
-        post_docs.append(new_no[shard.indices[live]])
-        post_tf.append(shard.tf[live])
-        for name in cols:
-            cols[name].append(getattr(shard, name)[keep])
-        ids.extend(np.asarray(shard.id_list, dtype=object)[keep].tolist())
-        remap = np.array([ctx_no(c) for c in shard.contexts] + [NO_CONTEXT], dtype=np.int32)
-        ctx_col.append(remap[shard.ctx[keep]])  # -1 indexes the trailing NO_CONTEXT
-        chunk_live = keep[shard.chunk_doc]
-        vectors.append(shard.vectors[chunk_live])
-        chunk_doc.append(new_no[shard.chunk_doc[chunk_live]].astype(np.int32))
-        offset += int(keep.sum())
-
-    if docs:
-        local: dict[str, int] = {}
-        t_list, d_list, f_list = [], [], []
-        for i, doc in enumerate(docs):
-            if doc.vectors.ndim != 2 or doc.vectors.shape[1] != dim or not len(doc.vectors):
-                raise ValueError(f"episode {doc.id} needs (chunks >= 1, {dim}) vectors")
-            for term, tf in Counter(doc.terms).items():
-                t_list.append(local.setdefault(term, len(local)))
-                d_list.append(offset + i)
-                f_list.append(tf)
-            vectors.append(np.asarray(doc.vectors, dtype=np.float32))
-            chunk_doc.append(np.full(len(doc.vectors), offset + i, dtype=np.int32))
-        vocabs.append(list(local))
-        post_terms.append(np.array(t_list, dtype=np.int64))
-        post_docs.append(np.array(d_list, dtype=np.int64))
-        post_tf.append(np.array(f_list, dtype=np.float32))
-        cols["seq"].append(np.array([d.seq for d in docs], dtype=np.int64))
-        cols["t_start"].append(np.array([d.t_start for d in docs], dtype=np.int64))
-        cols["t_end"].append(np.array([d.t_end for d in docs], dtype=np.int64))
-        cols["doc_len"].append(np.array([len(d.terms) for d in docs], dtype=np.float32))
-        ids.extend(d.id for d in docs)
-        ctx_col.append(np.array([ctx_no(d.context) for d in docs], dtype=np.int32))
-        offset += len(docs)
-
-    # one sorted vocabulary for all parts; postings sorted by (term, doc) make the CSC
-    all_terms = np.array([t for v in vocabs for t in v], dtype=object)
-    uniq, inverse = np.empty(0, object), np.empty(0, np.int64)
-    if len(all_terms):
-        uniq, inverse = np.unique(all_terms, return_inverse=True)
-    starts = np.cumsum([0] + [len(v) for v in vocabs])
-    term_col = (
-        np.concatenate(
-            [np.asarray(inverse[starts[i] : starts[i + 1]])[p] for i, p in enumerate(post_terms)]
-        )
-        if post_terms
-        else np.empty(0, np.int64)
-    )
-    doc_col = np.concatenate(post_docs) if post_docs else np.empty(0, np.int64)
-    tf_col = np.concatenate(post_tf) if post_tf else np.empty(0, np.float32)
-    used = np.bincount(term_col.astype(np.int64), minlength=len(uniq)) > 0
-    renum = np.cumsum(used) - 1
-    term_col = renum[term_col] if len(term_col) else term_col
-    vocab = [str(t) for t, u in zip(uniq.tolist(), used.tolist(), strict=True) if u]
-    order = np.lexsort((doc_col, term_col))
-    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(term_col, minlength=len(vocab)), out=indptr[1:])
-
-    def cat(name: str, dtype: Any) -> Any:
-        return np.concatenate(cols[name]).astype(dtype) if cols[name] else np.empty(0, dtype)
-
-    head = {"format": FORMAT, "model": model, "dim": dim, "k1": K1, "b": B}
-    head["contexts"] = list(contexts)
-    arrays = {
-        "header": np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
-        "ids": _blob(ids),
-        "vocab": _blob(vocab),
-        "seq": cat("seq", np.int64),
-        "t_start": cat("t_start", np.int64),
-        "t_end": cat("t_end", np.int64),
-        "ctx": np.concatenate(ctx_col).astype(np.int32) if ctx_col else np.empty(0, np.int32),
-        "doc_len": cat("doc_len", np.float32),
-        "indptr": indptr,
-        "indices": doc_col[order].astype(np.int32),
-        "tf": tf_col[order].astype(np.float32),
-        "vectors": (
-            np.concatenate(vectors).astype(np.float32)
-            if vectors
-            else np.empty((0, dim), np.float32)
-        ),
-        "chunk_doc": np.concatenate(chunk_doc) if chunk_doc else np.empty(0, np.int32),
-    }
-    sink = io.BytesIO()
-    np.savez(sink, **arrays)
-    return sink.getvalue()
+def _accumulate(
+    n: int, indptr: I64, indices: I32, tfc: F32, ids: Sequence[int], idf: Sequence[float]
+) -> F32:
+    scores = np.zeros(n, dtype=np.float32)
+    for t, w in zip(ids, idf, strict=True):
+        if t < 0:
+            continue
+        lo, hi = int(indptr[t]), int(indptr[t + 1])
+        scores[indices[lo:hi]] += np.float32(w) * tfc[lo:hi]  # docs unique per term
+    return scores

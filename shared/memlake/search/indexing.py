@@ -37,8 +37,9 @@ from memlake.search import shards as layout
 from memlake.search.embedding import Searcher
 from memlake.search.index import Doc
 from memlake.search.passages import Embedded, embed_passages, plan
+from memlake.search.shard_build import Rows
 from memlake.search.shards import EXTRA_KEY, SearchState
-from memlake.search.text import episode_terms
+from memlake.search.text import episode_terms, passage_terms
 from memlake.timeutil import now
 
 CHUNKS_TABLE = "episode_chunks"
@@ -205,6 +206,7 @@ class Indexer:
             ctx.tenant,
             ctx.version,
             self.searcher.embedder.name,
+            rows=lambda ids: self.stored_rows(ctx.snapshot, ids),
         )
         state = writer.apply(state, docs)
         if redo:
@@ -212,6 +214,25 @@ class Indexer:
             for doc, count in redo:
                 _set_pending(pending, doc.id, count)
         ctx.txn.extra[EXTRA_KEY] = replace(state, pending=pending).to_json()
+
+    def stored_rows(self, snap: Snapshot, ids: list[str]) -> Rows:
+        """Episode rows and stored passages of `ids` (for re-tokenising an older shard)."""
+        episodes, chunks = snap.table(TABLE), snap.table(CHUNKS_TABLE)
+        few = len(ids) <= 64  # a few: read their segments; many: index the table once
+        out = {}
+        for episode_id in ids:
+            row = episodes.get(episode_id)
+            if row is None or not chunks.segments:
+                continue
+            found = chunks.find(episode_id) if few else None
+            stored = (found[1] if found and found[0].is_live else None) if few else None
+            if not few:
+                stored = chunks.get(episode_id)
+            if stored is None or stored.get("content_hash") != self.searcher.content_hash(row):
+                continue
+            count = len(stored.get("vectors") or [])
+            out[episode_id] = (row, list(stored["starts"]), list(stored["ends"]), count)
+        return out
 
     def _doc(self, episode_id: str, row: dict[str, Any], seq: int, emb: Embedded) -> Doc:
         start = _us(row.get("started_at")) or _us(row.get("created_at")) or _us(now())
@@ -224,6 +245,8 @@ class Indexer:
             context=row.get("context"),
             terms=episode_terms(row),
             vectors=emb.doc_vectors(),
+            passages=passage_terms(row, emb.starts, emb.ends),
+            vector_passages=range(len(emb.vectors)) if len(emb.vectors) else (-1,),
         )
 
 

@@ -1,9 +1,10 @@
 """An episode's passages and their vectors, and how many of them are not embedded yet.
 
 The passages of an episode are the title/summary/tags text (start and end -1), when it has one,
-then overlapping windows of its content (memlake.embed.chunking for a local model, character
-windows for Bedrock). Its `episode_chunks` row holds the offsets of EVERY passage (`starts`,
-`ends`) and the vectors of the first k of them, in order (k <= passages):
+then its content cut on speaker turns and sentences (memlake.embed.turns: a few whole turns per
+passage, consecutive passages sharing one turn; PASSAGE_TOKENS word pieces for a local model,
+CHAR_WINDOW characters for Bedrock). Its `episode_chunks` row holds the offsets of EVERY
+passage (`starts`, `ends`) and the vectors of the first k of them, in order (k <= passages):
 
     vectors[i] embeds passage i;  passages k.. are pending (vectors_pending = passages - k)
 
@@ -22,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from memlake.embed.base import Embedder
+from memlake.embed.turns import CharMeasure, Measure, TokenMeasure, spans
 from memlake.search.text import vector_texts
 
-CHUNK_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/0301-hybrid-search-tuning.md
-CHUNK_OVERLAP = 16
+PASSAGE_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/1205-turn-aware-passages.md
 CHAR_WINDOW = 2_000  # for embedders without a local tokenizer (Bedrock Titan)
 HEADER = -1  # start/end of the title/summary/tags passage
 
@@ -84,20 +85,16 @@ def plan(row: dict[str, Any], embedder: Embedder) -> list[Passage]:
     if not content.strip():
         return out
     tokenizer = getattr(embedder, "raw_tokenizer", None)
-    if tokenizer is not None:  # a local model: windows of exact token counts
-        from memlake.embed.chunking import chunk_for_embedding
-
-        chunks = chunk_for_embedding(
-            content, tokenizer, max_tokens=CHUNK_TOKENS, overlap=CHUNK_OVERLAP
-        )
-        pieces = [(c.start_char, c.end_char, c.text) for c in chunks]
+    measure: Measure
+    if tokenizer is not None:  # a local model: exact word pieces, within what it reads
+        limit = getattr(embedder, "max_tokens", None)
+        tokens = min(PASSAGE_TOKENS, limit) if isinstance(limit, int) else PASSAGE_TOKENS
+        budget = tokens - 2
+        measure = TokenMeasure(content, tokenizer, budget)
     else:
-        from memlake.embed.bedrock import split_by_chars
-
-        pieces, at = [], 0
-        for piece in split_by_chars(content, CHAR_WINDOW):
-            pieces.append((at, at + len(piece), piece))
-            at += len(piece)
+        budget = CHAR_WINDOW
+        measure = CharMeasure(content, budget)
+    pieces = [(s, e, content[s:e]) for s, e in spans(content, budget, measure)]
     out.extend(Passage(s, e, text) for s, e, text in pieces if text.strip())
     return out
 

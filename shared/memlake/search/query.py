@@ -1,11 +1,15 @@
-"""Hybrid episode search: BM25 and vector retrieval over the index shards, fused by rank.
+"""Hybrid episode search: BM25 and vector retrieval over the index shards, fused by score.
 
 Plan of one search: the newest manifest (one request when warm), the shards whose time range
 and contexts can match (loaded in parallel, only those not cached), then per shard a BM25 top-k'
 and a vector top-k' with every row filter (context, time range, dead rows, allowed ids) applied
 inside the search as a mask; the per-shard lists merge into one list per retriever (BM25 scores
-use idf over all searched shards, cosines are comparable as they are), weighted reciprocal rank
-fusion, an optional recency boost, and the full rows of the final hits from the episodes table.
+use idf over all searched shards, cosines are comparable as they are), fusion, an optional
+recency boost, and the full rows of the final hits from the episodes table.
+
+An episode's BM25 score comes from the whole episode and from its passages (`bm25_agg`), its
+vector score from its passages' vectors (`vec_agg`); the default fusion is a convex combination
+of theoretically normalised scores, so `hit.score` is absolute (docs/decisions/1201).
 """
 
 from __future__ import annotations
@@ -13,16 +17,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake
 from memlake.search.embedding import Searcher
-from memlake.search.fusion import apply_recency, normalise_scores, rrf_fuse
-from memlake.search.index import Shard
-from memlake.search.shards import SearchState, ShardInfo
+from memlake.search.fusion import (
+    FusedHit,
+    apply_recency,
+    convex_fuse,
+    minmax,
+    normalise_scores,
+    rrf_fuse,
+)
+from memlake.search.retrieve import Found, Ranked, bm25_shard, mask_of
+from memlake.search.shards import SearchState
 from memlake.search.text import unique_terms
 
 MAX_LIMIT = 50
@@ -31,13 +42,27 @@ MAX_QUERY_CHARS = 2_000
 
 @dataclass(frozen=True)
 class SearchParams:
-    """Tuning knobs (docs/decisions/0301-hybrid-search-tuning.md has the measurements)."""
+    """Tuning knobs (docs/decisions/0301 and 1201 have the measurements)."""
 
-    k: float = 1.0
+    fusion: Literal["convex", "rrf"] = "convex"
+    #: convex: BM25's share (the vector gets 1 - alpha; `weights` scale both)
+    alpha: float = 0.6
+    #: convex: "theory" (BM25 over the query's total idf, cosine from `cos_floor`; absolute)
+    #: or "minmax" (per query over the candidates; relative, Bruch et al.'s baseline)
+    norm: Literal["theory", "minmax"] = "theory"
+    cos_floor: float = 0.2
+    #: an episode's BM25: "episode" (whole), "max" (best passage), "top2" (best + decay *
+    #: second best passage), "mix" (mix * episode + (1 - mix) * best passage)
+    bm25_agg: Literal["episode", "max", "top2", "mix"] = "mix"
+    #: an episode's vector score: "max" (best passage) or "top2" (best + decay * second)
+    vec_agg: Literal["max", "top2"] = "max"
+    agg_decay: float = 0.5
+    mix: float = 0.5
     weights: dict[str, float] = field(default_factory=lambda: {"bm25": 1.0, "vector": 1.0})
     candidates: int = 30  # per retriever, before fusion (at least `limit`)
-    #: BM25's weight scales with its confidence: the top BM25 score over the query's total idf
-    #: (how much of the query the best keyword match covers), relative to this reference
+    #: rrf only: k, and BM25's weight scaled by its confidence (its top score over the query's
+    #: total idf) relative to confidence_ref, clipped
+    k: float = 1.0
     confidence_ref: float | None = 0.2
     confidence_clip: tuple[float, float] = (0.25, 4.0)
     half_life_days: float = 30.0
@@ -50,88 +75,20 @@ DEFAULT_PARAMS = SearchParams()
 @dataclass(frozen=True)
 class SearchHit:
     id: str
-    score: float  # 0..1
+    score: float  # 0..1, absolute (comparable across queries) with the default fusion
     breakdown: dict[str, Any]
     row: dict[str, Any]
     #: what the search saw, for shaping results (best passages): the snapshot the row was
     #: read from and the query's vector (None when vectors were not searched)
     snapshot: Any = field(default=None, compare=False, repr=False)
     query_vector: np.ndarray | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass
-class _Ranked:
-    ids: list[str] = field(default_factory=list)
-    scores: dict[str, float] = field(default_factory=dict)
-    age: dict[str, float] = field(default_factory=dict)
+    #: offsets in row["content"] of the best matching content passage (None: unknown, or the
+    #: title/summary/tags passage matched best)
+    passage: tuple[int, int] | None = None
 
 
 def _us(value: datetime | None) -> int | None:
     return None if value is None else int(value.timestamp() * 1_000_000)
-
-
-def _mask(
-    shard: Shard,
-    info: ShardInfo,
-    context: str | None,
-    start: int | None,
-    end: int | None,
-    allowed: list[str] | None,
-) -> np.ndarray | None:
-    """Which docs of the shard may be returned (None: all)."""
-    if not info.dead and context is None and start is None and end is None and allowed is None:
-        return None
-    mask = np.ones(shard.n, dtype=bool)
-    if info.dead:
-        mask &= ~np.isin(shard.ids, list(info.dead))
-    if context is not None:
-        no = shard.contexts.index(context) if context in shard.contexts else -2
-        mask &= shard.ctx == no
-    if start is not None:
-        mask &= shard.t_end >= start
-    if end is not None:
-        mask &= shard.t_start <= end
-    if allowed is not None:
-        mask &= np.isin(shard.ids, allowed)
-    return None if mask.all() else mask
-
-
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best positive scores, best first."""
-    pos = np.flatnonzero(scores > 0)
-    if len(pos) > k:
-        pos = pos[np.argpartition(-scores[pos], k - 1)[:k]]
-    return pos[np.argsort(-scores[pos], kind="stable")]
-
-
-class _Found:
-    """One retriever's per-shard top lists, merged as arrays (Python objects only for the final
-    top k): best score first, ties by id."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[int, np.ndarray, np.ndarray]] = []
-
-    def add(self, shard_no: int, docs: np.ndarray, scores: np.ndarray) -> None:
-        if len(docs):
-            self.parts.append((shard_no, docs, scores))
-
-    def ranked(self, shards: list[Shard], k: int) -> _Ranked:
-        out = _Ranked()
-        if not self.parts:
-            return out
-        which = np.concatenate([np.full(len(d), s) for s, d, _ in self.parts])
-        docs = np.concatenate([d for _, d, _ in self.parts])
-        scores = np.concatenate([v for _, _, v in self.parts])
-        best = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
-        picked = []
-        for i in best.tolist():
-            shard, d = shards[int(which[i])], int(docs[i])
-            picked.append((-float(scores[i]), shard.id_list[d], int(shard.t_end[d])))
-        for neg, eid, t_end in sorted(picked):
-            out.ids.append(eid)
-            out.scores[eid] = -neg
-            out.age[eid] = t_end
-        return out
 
 
 def search(
@@ -155,7 +112,8 @@ def search(
     Filters: `context` (exact), [start, end] overlapping when the episode happened, and
     `allowed_ids` (only these ids; an empty set finds nothing). `recency` boosts recent episodes
     a little (at most 10% for old ones). Each hit has `score` in 0..1, `breakdown` (bm25 and
-    vector rank/score, the fused score before recency, the recency factor) and the full `row`.
+    vector rank/score, the fused score before recency, rerank, the recency factor), `passage`
+    (the best matching content passage) and the full `row`.
     `params` tunes the ranking and `query_vector` skips embedding the query (benchmarks).
     """
     snap = lake.snapshot(tenant)
@@ -176,54 +134,73 @@ def search(
 
     terms = unique_terms([query]) if use_bm25 else []
     term_ids = [s.term_ids(terms) for s in shards]
-    total = sum(s.n for s in shards)
+    n_docs = sum(s.n for s in shards)
     df = sum((s.doc_freqs(t) for s, t in zip(shards, term_ids, strict=True)), np.zeros(len(terms)))
-    idf = np.log1p((total - df + 0.5) / (df + 0.5))  # bm25s "lucene" idf, over all shards searched
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))  # bm25s "lucene" idf, over all shards
+    total_idf = float(idf.sum())
     qvec = None
     if use_vec:
         qvec = query_vector if query_vector is not None else searcher.embed_query(query)
 
-    bm25_found, vec_found = _Found(), _Found()
+    bm25_found, vec_found = Found(), Found()
     idf_list = idf.tolist()
+    floor = params.cos_floor
     for no, (shard, info, tids) in enumerate(zip(shards, infos, term_ids, strict=True)):
-        mask = _mask(shard, info, context, s_us, e_us, allowed)
+        mask = mask_of(shard, info, context, s_us, e_us, allowed)
         if mask is not None and not mask.any():
             continue
         if terms and any(t >= 0 for t in tids):
-            scores = shard.bm25(tids, idf_list)
-            if mask is not None:
-                scores *= mask  # bm25s weight_mask semantics: filtered docs score 0
-            top = _top(scores, cand)
-            bm25_found.add(no, top, scores[top])
+            got = bm25_shard(shard, tids, idf_list, total_idf, params, mask, cand)
+            top, scores, which, best = got
+            bm25_found.add(no, top, scores, scores, which, best)
         if qvec is not None:
-            docs, sims = shard.vector_top(qvec, mask, cand)
-            vec_found.add(no, docs, sims)
+            docs, sims, second, passages = shard.vector_top(qvec, mask, cand)
+            norm = np.clip((sims - floor) / (1 - floor), 0, 1)
+            if params.vec_agg == "top2":
+                extra = np.clip((second - floor) / (1 - floor), 0, 1)
+                norm = np.minimum(1.0, norm + params.agg_decay * extra)
+            vec_found.add(no, docs, norm, sims, passages, norm)
     bm25 = bm25_found.ranked(shards, cand)
-    weights = dict(params.weights)
-    if params.confidence_ref and bm25.ids and idf.sum() > 0:
-        confidence = bm25.scores[bm25.ids[0]] / float(idf.sum())
-        lo, hi = params.confidence_clip
-        scale = min(hi, max(lo, confidence / params.confidence_ref))
-        weights["bm25"] = weights.get("bm25", 1.0) * scale
     vec = vec_found.ranked(shards, cand)
-    return _fuse(snap, bm25, vec, limit, recency, params, weights, qvec)
+    fused = _fused(bm25, vec, params, total_idf)
+    return _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
 
 
-def _fuse(
+def _fused(bm25: Ranked, vec: Ranked, params: SearchParams, total_idf: float) -> list[FusedHit]:
+    if params.fusion == "rrf":
+        rankings = {"bm25": bm25.ids, "vector": vec.ids}
+        weights = {n: params.weights.get(n, 1.0) for n in rankings}
+        if params.confidence_ref and bm25.ids and total_idf > 0:
+            confidence = bm25.raw[bm25.ids[0]]  # already over the query's total idf
+            lo, hi = params.confidence_clip
+            weights["bm25"] *= min(hi, max(lo, confidence / params.confidence_ref))
+        return normalise_scores(
+            rrf_fuse(rankings, k=params.k, weights=weights), k=params.k, weights=weights
+        )
+    scores = {"bm25": bm25.scores, "vector": vec.scores}
+    if params.norm == "minmax":
+        scores = {n: minmax(s) for n, s in scores.items()}
+    return convex_fuse(scores, alpha=params.alpha, weights=params.weights)
+
+
+def _passage(h: FusedHit, bm25: Ranked, vec: Ranked, alpha: float) -> tuple[int, int] | None:
+    """The best content passage: the one of the retriever whose passage counts more."""
+    b = alpha * bm25.best.get(h.id, 0.0)
+    v = (1 - alpha) * vec.best.get(h.id, 0.0)
+    first, other = (vec, bm25) if v > b else (bm25, vec)
+    return first.passage.get(h.id) or other.passage.get(h.id)
+
+
+def _hits(
     snap: Any,
-    bm25: _Ranked,
-    vec: _Ranked,
+    fused: list[FusedHit],
+    bm25: Ranked,
+    vec: Ranked,
     limit: int,
     recency: bool,
     params: SearchParams,
-    given: dict[str, float],
-    qvec: np.ndarray | None = None,
+    qvec: np.ndarray | None,
 ) -> list[SearchHit]:
-    rankings = {"bm25": bm25.ids, "vector": vec.ids}
-    weights = {n: given.get(n, 1.0) for n in rankings}
-    fused = normalise_scores(
-        rrf_fuse(rankings, k=params.k, weights=weights), k=params.k, weights=weights
-    )
     fused = [h for h in fused if h.score > 0]
     base = {h.id: h.score for h in fused}
     factor: dict[str, float] = {}
@@ -241,22 +218,25 @@ def _fuse(
         row = table.get(h.id)
         if row is None:  # not live in this snapshot (cannot happen with a consistent index)
             continue
+        b, v = bm25.raw.get(h.id), vec.raw.get(h.id)
         hits.append(
             SearchHit(
                 id=h.id,
                 score=round(h.score, 6),
                 breakdown={
                     "bm25_rank": h.ranks["bm25"],
-                    "bm25_score": bm25.scores.get(h.id),
+                    "bm25_score": None if b is None else round(b, 6),
                     "vector_rank": h.ranks["vector"],
-                    "vector_score": vec.scores.get(h.id),
-                    "rrf_score": round(base[h.id], 6),
+                    "vector_score": None if v is None else round(v, 6),
+                    "fused": round(base[h.id], 6),
+                    "rerank": None,
                     "recency": round(factor[h.id], 6) if recency else None,
                     "score": round(h.score, 6),
                 },
                 row=row,
                 snapshot=snap,
                 query_vector=qvec,
+                passage=_passage(h, bm25, vec, params.alpha),
             )
         )
         if len(hits) == limit:

@@ -7,7 +7,7 @@ The state lives in Manifest.extra["search"] and commits atomically with the epis
                  "seq": [first, last], "time": [min start us, max end us],
                  "contexts": [...] or null (too many), "none": true (some docs have no context),
                  "dead": [episode ids deleted or superseded since the shard was built],
-                 "tier": 0, "tail": true}, ...],
+                 "tier": 0, "tail": true, "format": 2}, ...],
      "pending": {"<episode id>": passages not embedded yet, ...}}
 
 Shards partition the commit versions: each holds the docs written in a contiguous range of
@@ -23,15 +23,17 @@ FANOUT sealed shards of one tier sit at the end, they merge into one shard of th
 DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Every rebuild reuses
 stored term frequencies and vectors (nothing is re-embedded).
 
-`pending` names the episodes whose later passages are not embedded yet (a write embeds at most
-Settings.embed_sync_passages; docs/decisions/1041). When the deferred pass commits more of an
-episode's vectors, the shard holding it is rebuilt in place (Layout.reindex): same commit range,
-the doc's old entry dropped and the doc re-added with its new vectors.
+`pending` names the episodes whose later passages are not embedded yet (docs/decisions/1041);
+when the deferred pass commits more of them, the shard holding the episode is rebuilt in place
+(Layout.reindex). A shard of an older object format (`format`, absent: 1) is rebuilt in the
+current one when a write touches it, one sealed shard per write, and by maintenance
+(memlake.search.backfill.upgrade_shards): re-tokenised from the stored rows, never re-embedded.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +42,9 @@ import numpy as np
 from memlake.errors import ConfigurationError
 from memlake.ids import new_id
 from memlake.lake import keys
-from memlake.search.index import Doc, Shard, build
+from memlake.search.index import FORMAT as SHARD_FORMAT
+from memlake.search.index import Doc, Shard
+from memlake.search.shard_build import Rows, build, docs_of
 from memlake.store.base import ObjectStore
 
 if TYPE_CHECKING:
@@ -53,6 +57,7 @@ FANOUT = 8
 MAX_TIER = 2
 DEAD_FRACTION = 0.25
 MAX_CONTEXTS = 32
+UPGRADES_PER_COMMIT = 1  # older-format sealed shards rebuilt by one write
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class ShardInfo:
     dead: tuple[str, ...] = ()
     tier: int = 0
     tail: bool = False
+    format: int = 1  # the shard object's format (memlake.search.index.FORMAT)
 
     @property
     def live(self) -> int:
@@ -86,6 +92,7 @@ class ShardInfo:
             "dead": list(self.dead),
             "tier": self.tier,
             "tail": self.tail,
+            "format": self.format,
         }
 
     @classmethod
@@ -103,6 +110,7 @@ class ShardInfo:
             dead=tuple(d.get("dead", ())),
             tier=int(d.get("tier", 0)),
             tail=bool(d.get("tail", False)),
+            format=int(d.get("format", 1)),
         )
 
     def may_match(self, context: str | None, start_us: int | None, end_us: int | None) -> bool:
@@ -206,14 +214,27 @@ def needs_purge(info: ShardInfo) -> bool:
     return not info.tail and info.docs > 0 and len(info.dead) / info.docs > DEAD_FRACTION
 
 
+def outdated(info: ShardInfo) -> bool:
+    """A shard in an older object format (no passage postings): rebuilt by the layout."""
+    return info.format < SHARD_FORMAT
+
+
 class Layout:
-    """Applies one commit's docs to the shard layout, writing the shards it rebuilds."""
+    """Applies one commit's docs to the shard layout, writing the shards it rebuilds.
+    `rows` reads the stored episode rows and passages of ids, to re-tokenise the docs of an
+    older-format shard (nothing is re-embedded); without it they keep episode-level terms."""
 
     def __init__(
-        self, cache: ShardCache, store: ObjectStore, tenant: str, version: int, model: str
+        self,
+        cache: ShardCache,
+        store: ObjectStore,
+        tenant: str,
+        version: int,
+        model: str,
+        rows: Callable[[list[str]], Rows] | None = None,
     ) -> None:
         self.cache, self.store, self.tenant = cache, store, tenant
-        self.version, self.model = version, model
+        self.version, self.model, self.rows = version, model, rows
 
     def _load(self, info: ShardInfo, drop: tuple[str, ...] = ()) -> tuple[Shard, np.ndarray | None]:
         shard = self.cache.load_many(self.store, [info.key])[0]
@@ -224,7 +245,19 @@ class Layout:
     def _write(
         self, parts: list[ShardInfo], docs: list[Doc], *, tail: bool, drop: tuple[str, ...] = ()
     ) -> ShardInfo:
-        loaded = [self._load(p, drop) for p in parts]
+        loaded, old_docs = [], []
+        for shard, keep in (self._load(p, drop) for p in parts):
+            if shard.has_passages:
+                loaded.append((shard, keep))
+                continue
+            live = (
+                shard.id_list
+                if keep is None
+                else [i for i, k in zip(shard.id_list, keep, strict=True) if k]
+            )
+            rows = self.rows(live) if self.rows is not None else None
+            old_docs.extend(docs_of(shard, keep, rows))
+        docs = old_docs + list(docs)
         dim = len(docs[0].vectors[0]) if docs else loaded[0][0].dim
         data = build(docs, model=self.model, dim=dim, parts=loaded)
         key = keys.object_key(self.tenant, "search", f"{new_id()}.npz")
@@ -244,6 +277,7 @@ class Layout:
             none=bool((shard.ctx < 0).any()),
             tier=0 if tail else tier_of(shard.n),
             tail=tail,
+            format=shard.format,
         )
 
     def apply(self, state: SearchState, docs: list[Doc]) -> SearchState:
@@ -260,10 +294,21 @@ class Layout:
                 a, b = plan
                 merged = self._write(shards[a:b], [], tail=False)
                 shards[a:b] = [merged]
+        upgrades = UPGRADES_PER_COMMIT
         for i, info in enumerate(shards):
-            if needs_purge(info):
+            if needs_purge(info) or (upgrades > 0 and outdated(info) and not info.tail):
+                upgrades -= outdated(info)
                 shards[i] = self._write([info], [], tail=False)
         shards = [s for s in shards if s.live > 0]
+        return replace(state, shards=tuple(shards))
+
+    def upgrade(self, state: SearchState, limit: int) -> SearchState:
+        """Rebuild up to `limit` older-format shards in the current format."""
+        shards = list(state.shards)
+        for i, info in enumerate(shards):
+            if limit > 0 and outdated(info) and info.live > 0:
+                shards[i] = self._write([info], [], tail=info.tail)
+                limit -= 1
         return replace(state, shards=tuple(shards))
 
     def reindex(self, state: SearchState, docs: list[Doc]) -> SearchState:

@@ -76,3 +76,14 @@ def unique_terms(texts: Iterable[str]) -> list[str]:
         for t in terms(text):
             seen.setdefault(t, None)
     return list(seen)
+
+
+def passage_terms(
+    row: dict[str, Any], starts: Iterable[int], ends: Iterable[int]
+) -> list[tuple[int, int, list[str]]]:
+    """(start, end, BM25 terms) of every passage of an episode row: start/end -1 is the
+    title/summary/tags text, others cut from the content."""
+    header, content = vector_texts(row)
+    return [
+        (s, e, terms(header if s < 0 else content[s:e])) for s, e in zip(starts, ends, strict=True)
+    ]

@@ -48,7 +48,8 @@ class ScoreBreakdown(Output):
     vector_score: float | None = Field(
         None, description="Cosine similarity of the best-matching chunk"
     )
-    rrf_score: float = Field(description="Fused rank score, 0..1, before the recency boost")
+    fused: float = Field(description="Fused score, 0..1, before rerank and recency")
+    rerank: float | None = None
     recency: float | None = Field(None, description="Recency factor applied (0.9..1); absent: off")
     score: float = Field(description="Final score, 0..1")
 

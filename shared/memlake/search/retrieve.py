@@ -1,0 +1,127 @@
+"""One retriever's side of a search over the loaded shards: per-shard filter masks, BM25 and
+vector top lists (episode scores from their passages, memlake.search.query.SearchParams says
+how), merged across shards into one ranked list with each episode's best passage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlake.search.index import Shard
+from memlake.search.shards import ShardInfo
+
+if TYPE_CHECKING:
+    from memlake.search.query import SearchParams
+
+
+@dataclass
+class Ranked:
+    ids: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)  # normalised (theory), 0..1
+    raw: dict[str, float] = field(default_factory=dict)  # BM25 share / best cosine
+    passage: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    best: dict[str, float] = field(default_factory=dict)  # the best passage's own score
+    age: dict[str, float] = field(default_factory=dict)
+
+
+def mask_of(
+    shard: Shard,
+    info: ShardInfo,
+    context: str | None,
+    start: int | None,
+    end: int | None,
+    allowed: list[str] | None,
+) -> np.ndarray | None:
+    """Which docs of the shard may be returned (None: all)."""
+    if not info.dead and context is None and start is None and end is None and allowed is None:
+        return None
+    mask = np.ones(shard.n, dtype=bool)
+    if info.dead:
+        mask &= ~np.isin(shard.ids, list(info.dead))
+    if context is not None:
+        no = shard.contexts.index(context) if context in shard.contexts else -2
+        mask &= shard.ctx == no
+    if start is not None:
+        mask &= shard.t_end >= start
+    if end is not None:
+        mask &= shard.t_start <= end
+    if allowed is not None:
+        mask &= np.isin(shard.ids, allowed)
+    return None if mask.all() else mask
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best positive scores, best first."""
+    pos = np.flatnonzero(scores > 0)
+    if len(pos) > k:
+        pos = pos[np.argpartition(-scores[pos], k - 1)[:k]]
+    return pos[np.argsort(-scores[pos], kind="stable")]
+
+
+class Found:
+    """One retriever's per-shard top lists, merged as arrays (Python objects only for the final
+    top k): best score first, ties by id. Scores are normalised to 0..1 (theory)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]] = []
+
+    def add(self, no: int, docs: Any, scores: Any, raw: Any, passages: Any, best: Any) -> None:
+        if len(docs):
+            self.parts.append((no, docs, scores, raw, passages, best))
+
+    def ranked(self, shards: list[Shard], k: int) -> Ranked:
+        out = Ranked()
+        if not self.parts:
+            return out
+        which = np.concatenate([np.full(len(p[1]), p[0]) for p in self.parts])
+        docs, scores, raw, passages, best = (
+            np.concatenate([p[i] for p in self.parts]) for i in range(1, 6)
+        )
+        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        picked = []
+        for i in top.tolist():
+            shard, d = shards[int(which[i])], int(docs[i])
+            picked.append((-float(scores[i]), shard.id_list[d], i, shard, d))
+        for neg, eid, i, shard, d in sorted(picked):
+            out.ids.append(eid)
+            out.scores[eid] = -neg
+            out.raw[eid] = float(raw[i])
+            out.best[eid] = float(best[i])
+            out.passage[eid] = shard.passage_span(int(passages[i]))
+            out.age[eid] = int(shard.t_end[d])
+        return out
+
+
+def bm25_shard(
+    shard: Shard,
+    tids: list[int],
+    idf: list[float],
+    total: float,
+    params: SearchParams,
+    mask: np.ndarray | None,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The k best docs by normalised BM25 among `mask`: (docs, scores, best passage, that
+    passage's normalised score)."""
+    episode = shard.bm25(tids, idf)
+    agg = params.bm25_agg
+    best, second, passages = shard.bm25_passages(tids, idf, second=agg == "top2")
+    if not shard.has_passages:  # format 1: the episode stands for its passages
+        best = episode
+    if agg == "episode":
+        score = episode
+    elif agg == "max":
+        score = best
+    elif agg == "top2":
+        score = best + np.float32(params.agg_decay) * second
+    else:
+        score = np.float32(params.mix) * episode + np.float32(1 - params.mix) * best
+    scale = np.float32(1.0 / total) if total > 0 else np.float32(0)
+    score = np.minimum(score * scale, 1.0)
+    if mask is not None:
+        score *= mask  # bm25s weight_mask semantics: filtered docs score 0
+    top = top_k(score, k)
+    which = shard.best_passages(top, passages)
+    return top, score[top], which, np.minimum(best[top] * scale, 1.0)
