@@ -57,6 +57,7 @@ class SearchHit:
     #: read from and the query's vector (None when vectors were not searched)
     snapshot: Any = field(default=None, compare=False, repr=False)
     query_vector: np.ndarray | None = field(default=None, compare=False, repr=False)
+    passage: tuple[int, int] | None = None  # best content passage per the search (contract #3)
 
 
 @dataclass
