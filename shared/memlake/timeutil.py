@@ -69,33 +69,48 @@ def parse_when(
     and years by the calendar)."""
     if isinstance(value, datetime):
         return parse_time(value, field=field)
-    text = relative_form(value)
-    if text is None:
+    relative = _relative(value)
+    if relative is None:
         parsed = _iso(value)
         if parsed is None:
             raise ValueError(f"{field} {value[:60]!r} is not a time; use {FORMS}")
         return _in_range(parsed, field)
     base = (at or now()).astimezone(UTC)
-    if text == "now":
+    kind, n = relative
+    if kind == "now":
         return base
-    if text in _DAYS:
-        day = base.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(_DAYS[text])
+    if kind in _DAYS:
+        day = base.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(_DAYS[kind])
         return day if edge == "start" else day + timedelta(days=1, microseconds=-1)
-    match = _DURATION.fullmatch(text)
-    assert match is not None  # relative_form checked it
     try:
-        return _in_range(_back(base, int(match.group(1)), _UNITS[match.group(2)]), field)
+        return _in_range(_back(base, n, kind), field)
     except (OverflowError, ValueError):
         raise ValueError(f"{field} {value[:60]!r} is too far back") from None
 
 
 def relative_form(value: str) -> str | None:
-    """`value` normalised (lower case, single spaces) when it is a relative form, else None."""
+    """A canonical spelling of `value` when it is a relative form ("7d", "1 week" and
+    "7 days ago" are all "-604800s"; "2 months" is "-2mo"; names as such), else None."""
+    relative = _relative(value)
+    if relative is None:
+        return None
+    kind, n = relative
+    if kind in ("months", "years"):
+        return f"-{n * (12 if kind == 'years' else 1)}mo"
+    if kind in ("now", *_DAYS):
+        return kind
+    return f"-{int(timedelta(**{kind: n}).total_seconds())}s"
+
+
+def _relative(value: str) -> tuple[str, int] | None:
+    """("now" | "today" | "yesterday", 0) or (unit, count) of a duration; None: not relative."""
     text = " ".join(value.strip().lower().split())
     if text == "now" or text in _DAYS:
-        return text
+        return text, 0
     match = _DURATION.fullmatch(text)
-    return text if match and match.group(2) in _UNITS else None
+    if match is None or match.group(2) not in _UNITS:
+        return None
+    return _UNITS[match.group(2)], int(match.group(1))
 
 
 def _back(base: datetime, n: int, unit: str) -> datetime:

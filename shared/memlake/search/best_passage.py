@@ -92,6 +92,8 @@ def best_span(
 ) -> Span:
     """The best-matching passage of `row`'s content, widened (see the module doc)."""
     content = row.get("content") or ""
+    if len(content) <= PASSAGE_CHARS:  # any pick widens to all of it: no need to rank
+        return Span(0, len(content))
     spans, which, vectors = _candidates(svc, chunks, content)
     if not spans:
         return _widen(Span(0, min(len(content), PASSAGE_CHARS)), content)
