@@ -13,6 +13,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -21,7 +22,7 @@ from pydantic import (
 
 from memlake.ids import check_id
 from memlake.jsonshape import exceeds_depth, lone_surrogate
-from memlake.timeutil import parse_time
+from memlake.timeutil import Edge, now, parse_time, parse_when, relative_form
 
 MAX_SUMMARY_CHARS = 4_000
 MAX_METADATA_BYTES = 16 * 1024
@@ -160,22 +161,50 @@ def check_span(started_at: str | None, ended_at: str | None) -> None:
 
 
 class TimeRange(Input):
-    time_start: IsoTime | None = Field(None, description="From (ISO 8601)")
-    time_end: IsoTime | None = Field(None, description="Until (ISO 8601)")
+    """time_start / time_end of a filter: ISO 8601 or relative to now ("7d", "2 weeks ago",
+    "yesterday": memlake.timeutil.parse_when), resolved once per call against one clock."""
+
+    time_start: IsoTime | None = Field(None, description="From: ISO 8601, 7d, 2 weeks, yesterday")
+    time_end: IsoTime | None = Field(None, description="Until (same forms)")
+    _bounds: tuple[datetime | None, datetime | None] = PrivateAttr((None, None))
 
     @field_validator("time_start", "time_end")
     @classmethod
     def _parse(cls, value: str | None, info: Any) -> str | None:
         if value is not None:
-            parse_time(value, field=info.field_name)
+            parse_when(value, field=info.field_name, edge=_EDGES[info.field_name])
         return value
 
     @model_validator(mode="after")
     def _ordered(self) -> TimeRange:
-        start, end = self.bounds()
+        at = now()
+        self._bounds = (
+            _when(self.time_start, "time_start", at),
+            _when(self.time_end, "time_end", at),
+        )
+        start, end = self._bounds
         if start and end and start > end:
             raise ValueError("time_start is after time_end; swap them or widen the range")
         return self
 
     def bounds(self) -> tuple[datetime | None, datetime | None]:
-        return time_field(self.time_start, "time_start"), time_field(self.time_end, "time_end")
+        """The range in UTC, relative forms resolved when the arguments were validated."""
+        return self._bounds
+
+    def cursor_bounds(self) -> tuple[str | datetime | None, str | datetime | None]:
+        """The range as a page cursor binds it: an absolute time as its instant, a relative one
+        normalised as written, so that a cursor keeps working while "7d" moves on with the clock."""
+        start, end = self._bounds
+        return _bound_key(self.time_start, start), _bound_key(self.time_end, end)
+
+
+_EDGES: dict[str, Edge] = {"time_start": "start", "time_end": "end"}
+
+
+def _when(value: str | None, field: str, at: datetime) -> datetime | None:
+    return None if value is None else parse_when(value, field=field, edge=_EDGES[field], at=at)
+
+
+def _bound_key(value: str | None, resolved: datetime | None) -> str | datetime | None:
+    relative = None if value is None else relative_form(value)
+    return resolved if relative is None else relative

@@ -1,5 +1,6 @@
 """Bytes of tool results an agent reads: add_episode, and search_episodes over five 48 KiB
-episodes in each content mode (docs/performance.md, "Result sizes").
+episodes in each content mode, and over ten hits of typical sizes (1.2k and 3k characters) with
+content full (docs/performance.md, "Result sizes").
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/result_size_bench.py
     # an older checkout, to compare (it knows no content modes: pass any argument)
@@ -67,3 +68,16 @@ for mode in modes:
     name = mode or "default(full)"
     print(f"search_episodes content={name}: hits {out['count']}, text block {text} B,", end=" ")
     print(f"wire {wire} B, content/passage chars {chars}")
+
+# typical episodes: ten hits, five of 1,200 and five of 3,000 characters (full mode)
+for i in range(10):
+    size = 1_200 if i % 2 else 3_000
+    needle = f" The walrus budget {i} was approved by Ingrid after the review. "
+    half = (size - len(needle)) // 2
+    call(
+        "add_episode",
+        {"content": filler(half) + needle + filler(size - half - len(needle)), "context": "walrus"},
+    )
+out, text, wire = call("search_episodes", {"query": "walrus budget Ingrid", "context": "walrus"})
+print(f"search_episodes typical (5 x 1.2k + 5 x 3k chars), full: hits {out['count']},", end=" ")
+print(f"text block {text} B, wire {wire} B")

@@ -3,7 +3,8 @@
 Every tool of a realistic session: no null, empty string or empty attribute anywhere (only
 result lists may be empty), the text block is the structuredContent JSON (mcp_helpers.call),
 and write tools return ids, times and counts. search_episodes: content full | passage | none,
-the 65,536-character cap with truncated hits, and the passage offsets into content.
+the 65,536-character cap with truncated hits, and every hit's matched passage (offsets into
+content, and its text where decision 1215 says).
 """
 
 from __future__ import annotations
@@ -142,11 +143,16 @@ def test_search_content_modes_and_the_response_cap(server: ServerUnderTest) -> N
 
             full = await call(client, "search_episodes", args)
             assert full["count"] == 5
-            kept = [len(e["content"]) for e in full["episodes"]]
+            # content and passage texts share the cap (decision 1215)
+            kept = [len(e["content"]) + len(e["passage"]["text"]) for e in full["episodes"]]
             assert sum(kept) <= MAX_RESULT_CHARS and sum(kept) > MAX_RESULT_CHARS - 5
             for hit in full["episodes"]:  # five equal episodes share the cap equally
                 assert hit["truncated"] is True and hit["content_chars"] == len(by_id[hit["id"]])
                 assert by_id[hit["id"]].startswith(hit["content"])
+                # the match lies beyond the content shown; the passage text shows it whole
+                p, content = hit["passage"], by_id[hit["id"]]
+                assert "zebra ledger" not in hit["content"] and "zebra ledger" in p["text"]
+                assert content[p["start"] : p["end"]] == p["text"]
                 whole = await call(client, "get_episode", {"id": hit["id"]})
                 assert whole["content"] == by_id[hit["id"]]  # get_episode returns the rest
 
@@ -162,8 +168,10 @@ def test_search_content_modes_and_the_response_cap(server: ServerUnderTest) -> N
             none = await call(client, "search_episodes", {**args, "content": "none"})
             assert [h["id"] for h in none["episodes"]] == [h["id"] for h in full["episodes"]]
             for hit in none["episodes"]:
-                assert not {"content", "passage", "truncated"} & set(hit)
+                assert not {"content", "truncated"} & set(hit)
                 assert hit["content_chars"] == len(by_id[hit["id"]])
+                p, content = hit["passage"], by_id[hit["id"]]  # offsets only: no text
+                assert set(p) == {"start", "end"} and "Quentin" in content[p["start"] : p["end"]]
 
             small = await call(client, "search_episodes", {**args, "limit": 1})
             assert len(small["episodes"][0]["content"]) == len(texts[0])  # under the cap: whole

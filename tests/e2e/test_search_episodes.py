@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
+
+from memlake.timeutil import iso, now
 
 from .conftest import TOKENS, ServerUnderTest
 from .mcp_helpers import call, connect, run
@@ -191,6 +194,11 @@ def test_bad_arguments_are_explained(server: ServerUnderTest) -> None:
                 ({"query": "x" * 2001}, "query"),
                 ({"query": "x", "context": ""}, "context"),
                 ({"query": "x", "recency": "sometimes"}, "recency"),
+                ({"query": "x", "min_score": 1.5}, "min_score"),
+                ({"query": "x", "min_score": -0.1}, "min_score"),
+                ({"query": "x", "min_score": "high"}, "min_score"),
+                ({"query": "x", "time_start": "7x"}, "7d"),
+                ({"query": "x", "time_end": "yesterday-ish"}, "yesterday"),
                 ({"query": "x", "colour": "red"}, "unknown argument"),
             ]
             for args, word in cases:
@@ -200,5 +208,53 @@ def test_bad_arguments_are_explained(server: ServerUnderTest) -> None:
                 assert word in out["error"]["message"], (args, out)
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert tools["search_episodes"].annotations.read_only_hint is True
+
+    run(scenario())
+
+
+def test_relative_time_filters_min_score_and_when_it_happened(server: ServerUnderTest) -> None:
+    """An episode started 3 days ago is found from "7d" and not from "2d"; every hit says when
+    it happened and the passage that matched; min_score drops weaker hits, and one no hit
+    reaches gives an empty list (decision 1215)."""
+
+    async def scenario() -> None:
+        async with connect(server.url, TOKENS["alpha"]) as client:
+            three_days_ago = iso(now() - timedelta(days=3))
+            old = await _add(
+                client,
+                "Kayak trip on the fjord: we saw seals near the glacier and camped on an island.",
+                context="relative",
+                started_at=three_days_ago,
+            )
+            fresh = await _add(
+                client, "Kayak repair: patched the hull with epoxy.", context="relative"
+            )
+
+            async def found(**args: Any) -> dict[str, dict[str, Any]]:
+                out = await _search(client, "kayak fjord seals", context="relative", **args)
+                return {h["id"]: h for h in out["episodes"]}
+
+            hits = await found(time_start="7d")
+            assert set(hits) == {old, fresh}
+            assert hits[old]["started_at"] == three_days_ago  # "when did ...": in the hit
+            passage = hits[old]["passage"]  # a short content: offsets, its text is in content
+            assert "fjord" in hits[old]["content"][passage["start"] : passage["end"]]
+            assert set(await found(time_start="2d")) == {fresh}
+            assert set(await found(time_start="1 week ago", time_end="2 days ago")) == {old}
+            assert set(await found(time_end="yesterday")) == {old}
+            assert set(await found(time_start="today", content="none")) == {fresh}
+
+            scores = sorted(h["score"] for h in hits.values())
+            assert scores[0] < scores[1]
+            cut = (scores[0] + scores[1]) / 2
+            assert set(await found(min_score=cut)) == {old}  # the better match only
+            assert set(await found(min_score=0)) == {old, fresh}
+            empty = await _search(client, "zzyzx qwv unrelated", context="relative", min_score=0.99)
+            assert (empty["episodes"], empty["count"]) == ([], 0)
+
+            listed = await call(
+                client, "list_episodes", {"context": "relative", "time_start": "2d"}
+            )
+            assert [e["id"] for e in listed["episodes"]] == [fresh]
 
     run(scenario())

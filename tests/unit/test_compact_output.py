@@ -110,3 +110,10 @@ def test_a_replay_reads_a_result_stored_with_fields_since_removed(tmp_path: Path
     old = dict(first, concept={**first["concept"], "description": "columnar"}, extra=1)
     h.lake.commit("t", lambda txn: txn.put(idempotency.TABLE, {**row, "result": json.dumps(old)}))
     assert h.call("upsert_concept", **args) == first
+
+
+def test_a_content_no_longer_than_a_passage_is_its_own_passage() -> None:
+    for content in ("", "short", "w " * (PASSAGE_CHARS // 2)):
+        for span in (Span(0, 1), Span(len(content) // 2, len(content))):
+            if span.start < span.end:
+                assert _widen(span, content) == Span(0, len(content))

@@ -1,4 +1,7 @@
-"""The passage of an episode that best matches a query (search_episodes content="passage").
+"""The passage of an episode that best matches a query (every search_episodes hit shows one).
+
+When the search itself says which content passage matched (SearchHit.passage), that one is
+shown (hit_span); otherwise it is picked here.
 
 The candidates are the content passages the search layer already cut (the `episode_chunks`
 row's `starts`/`ends`: memlake.search.passages), so no text is re-chunked and every offset is
@@ -89,6 +92,8 @@ def best_span(
 ) -> Span:
     """The best-matching passage of `row`'s content, widened (see the module doc)."""
     content = row.get("content") or ""
+    if len(content) <= PASSAGE_CHARS:  # any pick widens to all of it: no need to rank
+        return Span(0, len(content))
     spans, which, vectors = _candidates(svc, chunks, content)
     if not spans:
         return _widen(Span(0, min(len(content), PASSAGE_CHARS)), content)
@@ -98,6 +103,23 @@ def best_span(
         q = np.asarray(query_vector, np.float32)
         cosine = [float(vectors[i] @ q) if i < len(vectors) else None for i in which] or cosine
     return _widen(spans[_pick(lexical, cosine)], content)
+
+
+def hit_span(
+    svc: Searcher,
+    row: dict[str, Any],
+    chunks: dict[str, Any] | None,
+    query: str,
+    query_vector: np.ndarray | None,
+    found: tuple[int, int] | None,
+) -> Span:
+    """The passage shown for a hit: the one the search matched (`SearchHit.passage`), widened
+    like the others, or when the search did not say (or its offsets do not fit the content)
+    best_span's pick."""
+    content = row.get("content") or ""
+    if found is not None and 0 <= found[0] < found[1] <= len(content):
+        return _widen(Span(*found), content)
+    return best_span(svc, row, chunks, query, query_vector)
 
 
 def _pick(lexical: list[float], cosine: list[float | None]) -> int:
@@ -119,12 +141,13 @@ def _widen(span: Span, content: str) -> Span:
         start = max(0, start - missing // 2)
         end = min(len(content), end + (missing - (span.start - start)))
         start = max(0, end - PASSAGE_CHARS) if end == len(content) else start
-    if start > 0:
-        ahead = range(start, min(start + SNAP_CHARS, end))
+    # only an edge moved here is snapped: a passage's own edges (a turn's start) are kept
+    if 0 < start < span.start:
+        ahead = range(start, min(start + SNAP_CHARS, span.start))
         cut = next((i for i in ahead if content[i].isspace()), None)
         start = start if cut is None else cut + 1
-    if end < len(content):
-        back = range(end, max(end - SNAP_CHARS, start), -1)
+    if span.end < end < len(content):
+        back = range(end, max(end - SNAP_CHARS, span.end), -1)
         cut = next((i for i in back if content[i].isspace()), None)
         end = end if cut is None else cut
     return Span(start, max(start, end))

@@ -116,9 +116,9 @@ SPEC = ToolSpec(
     name="add_episode",
     title="Add episode",
     description=(
-        "Save a memory (a conversation, decision or notes) with when it happened and"
-        " its project. To edit one, or to add title, tags and platform, use"
-        " upsert_episode. idempotency_key makes retries safe."
+        "Save a memory (conversation, decision, notes) with when it happened and its"
+        " project. To edit it or add title, tags, platform, use upsert_episode."
+        " idempotency_key makes retries safe."
     ),
     input_model=AddEpisodeInput,
     output_model=AddEpisodeOutput,

@@ -39,8 +39,8 @@ SPEC = ToolSpec(
     name="add_thread",
     title="Add thread",
     description=(
-        "Store a raw conversation for an agent to turn into an episode later (see"
-        " get_pending_threads). To save a memory at once, use add_episode."
+        "Store a raw conversation for an agent to turn into an episode later"
+        " (get_pending_threads). To save a memory at once, use add_episode."
         " idempotency_key makes retries safe."
     ),
     input_model=AddThreadInput,

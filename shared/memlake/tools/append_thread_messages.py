@@ -41,8 +41,7 @@ SPEC = ToolSpec(
     name="append_thread_messages",
     title="Append thread messages",
     description=(
-        "Add messages to a thread. A completed thread goes back to pending so that the"
-        " new messages get processed."
+        "Add messages to a thread; a completed one goes back to pending so they get processed."
     ),
     input_model=AppendThreadMessagesInput,
     output_model=AppendThreadMessagesOutput,

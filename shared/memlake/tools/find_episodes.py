@@ -37,7 +37,7 @@ class FindEpisodesInput(TimeRange):
     concept_id: ConceptId | None = None
     limit: int = Field(20, ge=1, le=100, description="At most 50 with a query")
     cursor: Cursor = Field(None, description="next_cursor (without query)")
-    recency: bool = Field(True, description="Rank recent episodes slightly higher")
+    recency: bool = Field(True, description="Favour recent episodes")
 
 
 class FoundEpisode(LayerEpisode):
@@ -74,8 +74,7 @@ def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
             "find_episodes",
             (INT64, ID),
             args.context,
-            start,
-            end,
+            *args.cursor_bounds(),
             args.platform,
             tags,
             args.thread_id,

@@ -38,7 +38,7 @@ def _summary(row: dict[str, Any]) -> EpisodeSummary:
 
 def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     start, end = args.bounds()
-    cursors = pager(ctx, "list_episodes", (INT64, ID), args.context, start, end)
+    cursors = pager(ctx, "list_episodes", (INT64, ID), args.context, *args.cursor_bounds())
     table = filtered(ctx.lake.snapshot(ctx.tenant), context=args.context, start=start, end=end)
     at, _ = occurred_bounds(table)
     at_us = pc.cast(at, pa.int64())
@@ -64,7 +64,7 @@ SPEC = ToolSpec(
     title="List episodes",
     description=(
         "Browse episodes newest first by when they happened; content cut to 500"
-        " characters. To find episodes about something, use search_episodes."
+        " chars. To find episodes about something, use search_episodes."
     ),
     input_model=ListEpisodesInput,
     output_model=ListEpisodesOutput,

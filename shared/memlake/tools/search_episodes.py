@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -12,9 +13,15 @@ from memlake.models import Context, Output, TimeRange
 from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, search
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
-#: All hits of one response together carry at most this many characters of content or passage
-#: text (docs/decisions/1113); a hit cut by it has truncated: true.
+if TYPE_CHECKING:
+    from memlake.search.best_passage import Span
+
+#: All hits of one response together carry at most this many characters of content and
+#: passage text (docs/decisions/1113, 1215); a hit cut by it has truncated: true.
 MAX_RESULT_CHARS = 65_536
+#: content="full" repeats the passage text only for a content longer than this (decision 1215):
+#: there finding the match costs reading, and the text adds at most ~30%
+PASSAGE_TEXT_FROM = 2_000
 ContentMode = Literal["full", "passage", "none"]
 
 
@@ -22,16 +29,17 @@ class SearchEpisodesInput(TimeRange):
     query: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
-        description="A question, a description or exact terms",
+        description="A question, description or exact words",
     )
     context: Context | None = Field(None, description="Only this project")
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
-    recency: bool = Field(True, description="Rank recent episodes slightly higher")
+    recency: bool = Field(True, description="Favour recent episodes")
     content: ContentMode = Field(
         "full",
-        description="Text per hit: full, passage (best ~600 chars with offsets) or none."
-        " Hits share at most 65,536 chars; a cut hit has truncated and get_episode has it all",
+        description="Text per hit: full, passage (~600 chars) or none; 65,536 chars in all"
+        " (get_episode has cut ones)",
     )
+    min_score: float | None = Field(None, ge=0, le=1)  # self-explaining: no description
 
     @field_validator("query")
     @classmethod
@@ -43,33 +51,35 @@ class SearchEpisodesInput(TimeRange):
 
 class ScoreBreakdown(Output):
     bm25_rank: int | None = Field(None, description="Rank by keywords (BM25); absent: not matched")
-    bm25_score: float | None = None
+    bm25_score: float | None = Field(None, description="Share of the query's words matched, 0..1")
     vector_rank: int | None = Field(None, description="Rank by meaning; absent: not found")
     vector_score: float | None = Field(
-        None, description="Cosine similarity of the best-matching chunk"
+        None, description="Cosine similarity of the best-matching passage"
     )
-    fused: float = Field(description="Fused score, 0..1, before rerank and recency")
-    rerank: float | None = None
+    fused: float = Field(description="Both retrievers combined, 0..1, before rerank and recency")
+    rerank: float | None = Field(None, description="Reranker relevance, 0..1; absent: none ran")
     recency: float | None = Field(None, description="Recency factor applied (0.9..1); absent: off")
     score: float = Field(description="Final score, 0..1")
 
 
 class Passage(Output):
-    text: str
-    start: int = Field(description="Where text starts in content (characters)")
-    end: int = Field(description="Where it ends: content[start:end] == text")
+    start: int = Field(description="Where the passage starts in content (characters)")
+    end: int = Field(description="Where it ends: content[start:end]")
+    text: str | None = Field(
+        None, description="content[start:end]; with content='full' only for a long content"
+    )
 
 
 class EpisodeHit(EpisodeFields):
     content: str | None = Field(None, description="The content (content='full')")  # type: ignore[assignment]
-    passage: Passage | None = Field(None, description="The best-matching passage")
+    passage: Passage = Field(description="The best-matching passage: why it matched")
     content_chars: int | None = Field(
         None, description="Length of the whole content, when it is not all in this hit"
     )
     truncated: bool = Field(
         False, description="True when the response cap cut this hit's text (get_episode has it)"
     )
-    score: float = Field(description="Relevance, 0..1 (1: ranked first by both retrievers)")
+    score: float = Field(description="Relevance, 0..1, comparable across queries")
     breakdown: ScoreBreakdown
 
 
@@ -93,44 +103,57 @@ def fair_shares(lengths: list[int], cap: int) -> list[int]:
     return out
 
 
-def _texts(ctx: ToolContext, hits: list[SearchHit], mode: ContentMode, query: str) -> list[Any]:
-    """Per hit: its full content (full), its best passage's span (passage) or None."""
-    if mode == "full":
-        return [h.row.get("content") or "" for h in hits]
-    if mode == "none" or not hits:
-        return [None] * len(hits)
-    from memlake.search.best_passage import best_span, chunk_rows
+@dataclass(frozen=True)
+class _Shown:
+    """What one hit shows: its passage, and how many characters of content and of passage text
+    it asks for before the cap."""
 
-    chunks = chunk_rows(hits[0].snapshot, [h.id for h in hits])
-    return [
-        best_span(ctx.services.search, h.row, chunks[h.id], query, h.query_vector) for h in hits
-    ]
+    span: Span
+    content: int
+    passage: int
+
+
+def _spans(ctx: ToolContext, hits: list[SearchHit], query: str) -> list[Span]:
+    """Each hit's passage: the search's (SearchHit.passage) or best_span's pick."""
+    from memlake.search.best_passage import chunk_rows, hit_span
+
+    unknown = [h.id for h in hits if h.passage is None]
+    chunks = chunk_rows(hits[0].snapshot, unknown) if unknown else {}
+    svc = ctx.services.search
+    return [hit_span(svc, h.row, chunks.get(h.id), query, h.query_vector, h.passage) for h in hits]
+
+
+def _wants(span: Span, content: str, mode: ContentMode) -> _Shown:
+    full = len(content) if mode == "full" else 0
+    text = mode == "passage" or (mode == "full" and len(content) > PASSAGE_TEXT_FROM)
+    return _Shown(span, full, span.end - span.start if text else 0)
 
 
 def _hit(
-    hit: SearchHit, text: Any, kept: int, mode: ContentMode, row: dict[str, Any]
+    hit: SearchHit, shown: _Shown, kept: int, mode: ContentMode, row: dict[str, Any]
 ) -> EpisodeHit:
     view = public_view(row)
     content = view.pop("content")
-    length = len(text) if isinstance(text, str) else 0 if text is None else text.end - text.start
-    extra: dict[str, Any] = {"truncated": kept < length}
+    span = shown.span
+    passage = Passage(start=span.start, end=span.end, text=None)
+    if shown.passage:  # the passage text is kept first: it is why the hit matched
+        end = span.start + min(kept, shown.passage)
+        passage = Passage(start=span.start, end=end, text=content[span.start : end])
+    extra: dict[str, Any] = {"truncated": kept < shown.content + shown.passage}
     if mode == "full":
-        extra["content"] = content[:kept]
-    elif mode == "passage":
-        end = text.start + kept
-        extra["passage"] = Passage(text=content[text.start : end], start=text.start, end=end)
-    if mode != "full" or kept < length:
+        extra["content"] = content[: max(0, kept - shown.passage)]
+    if mode != "full" or extra["truncated"]:
         extra["content_chars"] = len(content)
     breakdown = ScoreBreakdown(**hit.breakdown)
-    return EpisodeHit(**view, **extra, score=hit.score, breakdown=breakdown)
+    return EpisodeHit(**view, **extra, passage=passage, score=hit.score, breakdown=breakdown)
 
 
-def _shape(hits: list[SearchHit], texts: list[Any], mode: ContentMode) -> list[EpisodeHit]:
-    lengths = [0 if t is None else len(t) if isinstance(t, str) else t.end - t.start for t in texts]
-    keep = fair_shares(lengths, MAX_RESULT_CHARS)
+def _shape(hits: list[SearchHit], spans: list[Span], mode: ContentMode) -> list[EpisodeHit]:
+    wants = [_wants(s, h.row.get("content") or "", mode) for h, s in zip(hits, spans, strict=True)]
+    keep = fair_shares([w.content + w.passage for w in wants], MAX_RESULT_CHARS)
     shaped = (
-        view_or_skip(hit.row, partial(_hit, hit, text, kept, mode))
-        for hit, text, kept in zip(hits, texts, keep, strict=True)
+        view_or_skip(hit.row, partial(_hit, hit, shown, kept, mode))
+        for hit, shown, kept in zip(hits, wants, keep, strict=True)
     )
     return [e for e in shaped if e is not None]
 
@@ -148,7 +171,10 @@ def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
         end=end,
         recency=args.recency,
     )
-    episodes = _shape(hits, _texts(ctx, hits, args.content, args.query), args.content)
+    if args.min_score is not None:
+        hits = [h for h in hits if h.score >= args.min_score]
+    spans = _spans(ctx, hits, args.query) if hits else []
+    episodes = _shape(hits, spans, args.content)
     return SearchEpisodesOutput(episodes=episodes, count=len(episodes))
 
 
@@ -157,7 +183,7 @@ SPEC = ToolSpec(
     title="Search episodes",
     description=(
         "Recall memories: episodes matching a question by meaning or exact words, best"
-        " first, with full content and a 0-1 score. To browse by time use"
+        " first, with the passage that matched and a 0-1 score. To browse by time use"
         " list_episodes; for tags, platform, thread or concept use find_episodes."
     ),
     input_model=SearchEpisodesInput,
