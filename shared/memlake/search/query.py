@@ -206,7 +206,14 @@ def search(
         scale = min(hi, max(lo, confidence / params.confidence_ref))
         weights["bm25"] = weights.get("bm25", 1.0) * scale
     vec = vec_found.ranked(shards, cand)
-    return _fuse(snap, bm25, vec, limit, recency, params, weights, qvec)
+    reranker = searcher.reranker  # the reranking stage (memlake.search.rerank, decision 1210)
+    if reranker is None:
+        return _fuse(snap, bm25, vec, limit, recency, params, weights, qvec)
+    from memlake.search.rerank import rerank_search
+
+    wanted = max(limit, searcher.settings.rerank_candidates)
+    hits = _fuse(snap, bm25, vec, wanted, recency, params, weights, qvec)
+    return rerank_search(hits, query, searcher, reranker)[:limit]
 
 
 def _fuse(
