@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -12,7 +13,7 @@ from urllib.parse import urlsplit
 from memlake.errors import ConfigurationError
 
 
-def _int(name: str, default: int, *, low: int | None = None) -> int:
+def _int(name: str, default: int, *, low: int | None = None, high: int | None = None) -> int:
     raw = os.environ.get(name, "")
     try:
         value = int(raw) if raw.strip() else default
@@ -20,6 +21,8 @@ def _int(name: str, default: int, *, low: int | None = None) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
     if low is not None and value < low:
         raise ConfigurationError(f"{name} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        raise ConfigurationError(f"{name} must be at most {high}, got {value}")
     return value
 
 
@@ -76,6 +79,11 @@ class Settings:
     embedder: str = "minilm"
     bedrock_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimensions: int = 1024
+    #: the reranking stage (docs/decisions/1210): "none" or "bedrock" (Bedrock Rerank with
+    #: `rerank_model`), over the first `rerank_candidates` fused hits
+    reranker: str = "none"
+    rerank_model: str = "cohere.rerank-v3-5:0"
+    rerank_candidates: int = 20
     #: where loaded index shards are also kept on disk ("" = memory only; /tmp on Lambda)
     shard_cache_dir: str = ""
     #: how long an idempotency key's first result is replayed (docs/decisions/1051)
@@ -107,6 +115,12 @@ class Settings:
         if unknown or not self.toolsets:
             what = f"unknown toolset {unknown[0][:40]!r}" if unknown else "no toolset chosen"
             raise ConfigurationError(f"{what}; choose from {', '.join(TOOLSET_NAMES)}")
+        if self.reranker not in ("none", "bedrock"):
+            raise ConfigurationError(f"reranker must be 'none' or 'bedrock', got {self.reranker!r}")
+        if not 1 <= self.rerank_candidates <= RERANK_MAX:
+            raise ConfigurationError(
+                f"rerank_candidates must be in 1..{RERANK_MAX}, got {self.rerank_candidates}"
+            )
 
     @property
     def embed_dim(self) -> int:
@@ -144,6 +158,9 @@ class Settings:
             embedder=_embedder(),
             bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),
             bedrock_dimensions=_int("MEMLAKE_BEDROCK_DIMENSIONS", 1024, low=1),
+            reranker=_reranker(),
+            rerank_model=_rerank_model(),
+            rerank_candidates=_int("MEMLAKE_RERANK_CANDIDATES", 20, low=1, high=RERANK_MAX),
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
@@ -219,6 +236,31 @@ def _embedder() -> str:
     if kind not in ("minilm", "bedrock"):
         raise ConfigurationError(f"MEMLAKE_EMBEDDER must be 'minilm' or 'bedrock', got {kind!r}")
     return kind
+
+
+#: most hits one search reranks (each is a passage the reranker reads: latency and cost)
+RERANK_MAX = 100
+_MODEL_ID = re.compile(r"[a-z0-9-]+\.[a-z0-9.-]+(:[0-9]+)?")
+_MODEL_ARN = re.compile(r"arn:aws[a-z-]*:bedrock:[a-z0-9-]+:[0-9]*:[a-z-]+/[A-Za-z0-9.:/-]+")
+
+
+def _reranker() -> str:
+    kind = os.environ.get("MEMLAKE_RERANKER", "").strip().lower() or "none"
+    if kind not in ("none", "bedrock"):
+        raise ConfigurationError(
+            f"MEMLAKE_RERANKER must be 'none' or 'bedrock' (Amazon Bedrock Rerank), got {kind!r}"
+        )
+    return kind
+
+
+def _rerank_model() -> str:
+    model = os.environ.get("MEMLAKE_RERANK_MODEL", "").strip() or "cohere.rerank-v3-5:0"
+    if not (_MODEL_ID.fullmatch(model) or _MODEL_ARN.fullmatch(model)):
+        raise ConfigurationError(
+            "MEMLAKE_RERANK_MODEL must be a Bedrock rerank model id (cohere.rerank-v3-5:0,"
+            f" amazon.rerank-v1:0) or a model ARN, got {model[:80]!r}"
+        )
+    return model
 
 
 # What the platform sets, read live on every call (tests and Lambda flip them per process) ----

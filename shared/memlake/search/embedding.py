@@ -19,20 +19,31 @@ from memlake.config import Settings
 from memlake.embed.base import Embedder
 from memlake.search.cache import ShardCache
 from memlake.search.passages import Embedded, EmbeddedCache, embed_passages, plan
+from memlake.search.rerank import Reranker, make_reranker
 from memlake.search.text import vector_texts
 
 EMBED_CACHE = 256  # texts
 EMBED_CACHE_VECTORS = 65_536  # ~100 MB at 384 dims
 
 
+_UNSET: Any = object()
+
+
 class Searcher:
-    """Per-lake search state: the embedder (loaded on first use), shards, computed vectors."""
+    """Per-lake search state: the embedder (loaded on first use), the reranker (built on first
+    use; None when Settings.reranker is "none"), shards, computed vectors."""
 
     def __init__(
-        self, settings: Settings, *, embedder: Embedder | None = None, cache_bytes: int = 1 << 30
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        cache_bytes: int = 1 << 30,
+        reranker: Reranker | None = _UNSET,
     ) -> None:
         self.settings = settings
         self._embedder = embedder
+        self._reranker: Reranker | None = reranker
         disk = Path(settings.shard_cache_dir) if settings.shard_cache_dir else None
         self.shards = ShardCache(cache_bytes, disk)
         self.embedded = EmbeddedCache(EMBED_CACHE, EMBED_CACHE_VECTORS)
@@ -53,6 +64,12 @@ class Searcher:
             else:
                 self._embedder = make_embedder("minilm")
         return self._embedder
+
+    @property
+    def reranker(self) -> Reranker | None:
+        if self._reranker is _UNSET:
+            self._reranker = make_reranker(self.settings)
+        return self._reranker
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embedder.embed([text])[0]

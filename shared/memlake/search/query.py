@@ -163,7 +163,14 @@ def search(
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
-    return _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
+    reranker = searcher.reranker  # the reranking stage (memlake.search.rerank, decision 1210)
+    if reranker is None:
+        return _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
+    from memlake.search.rerank import rerank_search
+
+    wanted = max(limit, searcher.settings.rerank_candidates)
+    hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
+    return rerank_search(hits, query, searcher, reranker)[:limit]
 
 
 def _fused(bm25: Ranked, vec: Ranked, params: SearchParams, total_idf: float) -> list[FusedHit]:
