@@ -82,7 +82,7 @@ def evaluate(ctx: Any, convs: list[Any], ids: list[str], mode: str) -> dict[str,
 
 
 def run(name: str, convs: list[Any], cut: Cut, tokens: int) -> None:
-    passages.spans, passages.PASSAGE_TOKENS = cut, tokens  # type: ignore[assignment]
+    passages.spans, passages.CHUNK_TOKENS = cut, tokens  # type: ignore[assignment]
     model = MiniLMEmbedder.shared()
     bodies = [s for c in convs for s in c.sessions]
     count = sum(len(passages.plan({"content": s}, model)) for s in bodies)

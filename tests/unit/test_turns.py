@@ -147,7 +147,7 @@ def test_chat_passages_are_whole_turns_sharing_exactly_one(model: MiniLMEmbedder
     assert_exact_and_covering(text, out)
     for p in out:  # whole turns: a passage starts and ends on turn boundaries
         assert p.start in starts and (p.end in starts or p.end == len(text))
-    budget = passages.PASSAGE_TOKENS - 2
+    budget = passages.CHUNK_TOKENS - 2
     shared = 0
     for prev, nxt in zip(out, out[1:], strict=False):
         # the next passage starts at the LAST turn of the previous one (one shared turn), unless
@@ -166,8 +166,8 @@ def test_no_passage_above_the_token_limit(model: MiniLMEmbedder) -> None:
     text = chat(200, seed=9) + " ".join(sentence(random.Random(2), 80) for _ in range(3))
     out = content_passages(text, model)
     assert_exact_and_covering(text, out)
-    assert_within(model, out, passages.PASSAGE_TOKENS)
-    assert passages.PASSAGE_TOKENS <= 128  # what MiniLM was trained to read
+    assert_within(model, out, passages.CHUNK_TOKENS)
+    assert passages.CHUNK_TOKENS <= 128  # what MiniLM was trained to read
 
 
 def test_budget_never_above_the_embedders_truncation(model: MiniLMEmbedder) -> None:
@@ -187,7 +187,7 @@ def test_long_single_turn_is_cut_on_sentence_ends(model: MiniLMEmbedder) -> None
     text = f"Ann: hi\nBen: hello there\nAnn: {long_turn}\nBen: wow\nAnn: yes\n"
     out = content_passages(text, model)
     assert_exact_and_covering(text, out)
-    assert_within(model, out, passages.PASSAGE_TOKENS)
+    assert_within(model, out, passages.CHUNK_TOKENS)
     at = text.index("Ann: " + long_turn[:10])
     inner = [p for p in out if at < p.start < at + len(long_turn)]
     assert len(inner) >= 3  # cut inside the long turn ...
@@ -200,7 +200,7 @@ def test_sentence_over_the_budget_falls_back_to_token_windows(model: MiniLMEmbed
     out = content_passages(words, model)
     assert len(out) >= 4
     assert_exact_and_covering(words, out)
-    assert_within(model, out, passages.PASSAGE_TOKENS)
+    assert_within(model, out, passages.CHUNK_TOKENS)
 
 
 def test_prose_is_cut_on_sentences_sharing_one(model: MiniLMEmbedder) -> None:

@@ -2,7 +2,7 @@
 
 The passages of an episode are the title/summary/tags text (start and end -1), when it has one,
 then its content cut on speaker turns and sentences (memlake.embed.turns: a few whole turns per
-passage, consecutive passages sharing one turn; PASSAGE_TOKENS word pieces for a local model,
+passage, consecutive passages sharing one turn; CHUNK_TOKENS word pieces for a local model,
 CHAR_WINDOW characters for Bedrock). Its `episode_chunks` row holds the offsets of EVERY
 passage (`starts`, `ends`) and the vectors of the first k of them, in order (k <= passages):
 
@@ -26,7 +26,7 @@ from memlake.embed.base import Embedder
 from memlake.embed.turns import CharMeasure, Measure, TokenMeasure, spans
 from memlake.search.text import vector_texts
 
-PASSAGE_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/1205-turn-aware-passages.md
+CHUNK_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/1205-turn-aware-passages.md
 CHAR_WINDOW = 2_000  # for embedders without a local tokenizer (Bedrock Titan)
 HEADER = -1  # start/end of the title/summary/tags passage
 
@@ -88,7 +88,7 @@ def plan(row: dict[str, Any], embedder: Embedder) -> list[Passage]:
     measure: Measure
     if tokenizer is not None:  # a local model: exact word pieces, within what it reads
         limit = getattr(embedder, "max_tokens", None)
-        tokens = min(PASSAGE_TOKENS, limit) if isinstance(limit, int) else PASSAGE_TOKENS
+        tokens = min(CHUNK_TOKENS, limit) if isinstance(limit, int) else CHUNK_TOKENS
         budget = tokens - 2
         measure = TokenMeasure(content, tokenizer, budget)
     else:
