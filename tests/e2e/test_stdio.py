@@ -123,8 +123,10 @@ def test_mcp_client_over_stdio_toolset_compact_results_and_content_modes(tmp_pat
                     span = hit["passage"]
                     assert content[span["start"] : span["end"]] == span["text"]
                     assert "otter" in span["text"]
-                else:
-                    assert "passage" not in hit
+                else:  # offsets only: the text is not asked for
+                    span = hit["passage"]
+                    assert set(span) == {"start", "end"}
+                    assert "otter" in content[span["start"] : span["end"]]
             with pytest.raises(MCPError) as refused:  # a graph tool is not offered here
                 await session.call_tool("add_episode_relationship", {})
             assert refused.value.error.code == -32602

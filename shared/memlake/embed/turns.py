@@ -26,9 +26,10 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from tokenizers import Tokenizer
+if TYPE_CHECKING:  # tokenizers loads with the model, never at import (cold start)
+    from tokenizers import Tokenizer
 
 Span = tuple[int, int]
 
