@@ -13,8 +13,9 @@ or none) through the lake's commit hooks, exactly as add_episode/upsert_episode 
 embedded in chunks and indexed in shards. Each question is searched within its conversation
 (context filter, recency off) and scored by recall@5, recall@10, recall_all@10 (1 when every
 relevant session is in the top 10) and NDCG@10, overall and per question kind.
---grid fusion compares the fusion's k, weights and BM25 confidence weighting; --grid all also
-re-indexes with other BM25 field weights and chunk sizes (and the whole-session baseline).
+--grid fusion compares weighted RRF's k, weights and BM25 confidence weighting (the convex
+fusion's grid is tests/bench/fusion_grid.py); --grid all also re-indexes with other BM25 field
+weights and passage budgets (tests/bench/passages_grid.py compares passage cuts).
 """
 
 from __future__ import annotations
@@ -174,11 +175,14 @@ def stats(name: str, convs: Sequence[Conversation]) -> None:
 
 
 def grid(convs: Sequence[Conversation], ctx: ToolContext, ids: list[str], which: str) -> None:
+    """The weighted-RRF grid of decision 0301 (the convex fusion's grid is fusion_grid.py), and
+    with "all" the BM25 field weight and the passage budget (each re-indexes)."""
     for ref in (None, 0.1, 0.2, 0.3):
         for k in (1.0, 3.0, 10.0, 60.0):
             for wb, wv in ((1.0, 1.0), (1.0, 1.5), (1.5, 1.0)):
-                params = SearchParams(k=k, weights={"bm25": wb, "vector": wv}, confidence_ref=ref)
-                name = f"fused k={k:g} w_bm25={wb} w_vec={wv} conf={ref}"
+                weights = {"bm25": wb, "vector": wv}
+                params = SearchParams(fusion="rrf", k=k, weights=weights, confidence_ref=ref)
+                name = f"rrf k={k:g} w_bm25={wb} w_vec={wv} conf={ref}"
                 report(name, evaluate(ctx, convs, ids, params))
     if which != "all":
         return
@@ -187,22 +191,12 @@ def grid(convs: Sequence[Conversation], ctx: ToolContext, ids: list[str], which:
         ctx, ids = build(convs)
         run_modes(ctx, convs, ids, f"field_weight={weight}")
     text.FIELD_WEIGHT = 2
-    chunking = (passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP)
-    for tokens, overlap in ((48, 12), (128, 32), (256, 48)):
-        passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP = tokens, overlap
+    budget = passages.CHUNK_TOKENS
+    for tokens in (48, 96, 128):  # turn-aware passages of this many word pieces (decision 1205)
+        passages.CHUNK_TOKENS = tokens
         ctx, ids = build(convs)
-        run_modes(ctx, convs, ids, f"chunks={tokens}/{overlap}")
-    passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP = 256, 0
-    from memlake.embed import chunking as chunker
-
-    original = chunker.chunk_for_embedding
-    chunker.chunk_for_embedding = lambda *a, **kw: original(*a, **kw)[:1]  # type: ignore
-    ctx, ids = build(convs)
-    run_modes(ctx, convs, ids, "whole session, first 256 tokens")
-    params = SearchParams(k=60.0, confidence_ref=None)
-    report("  (same) fused k=60, equal weights", evaluate(ctx, convs, ids, params))
-    chunker.chunk_for_embedding = original
-    passages.CHUNK_TOKENS, passages.CHUNK_OVERLAP = chunking
+        run_modes(ctx, convs, ids, f"passages of {tokens} tokens")
+    passages.CHUNK_TOKENS = budget
 
 
 def main() -> None:
