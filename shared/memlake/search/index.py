@@ -30,8 +30,12 @@ comparable across shards and between episodes and passages: each term adds at mo
 a score over the query's total idf is in 0..1 (the share of the query matched, saturated).
 A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's weight_mask does.
 
-Vectors: exact inner product (FAISS IndexFlatIP) over unit vectors, i.e. cosine. Filters are a
-FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only.
+Vectors: inner product over unit vectors, i.e. cosine. A shard of fewer than SQ8_MIN_ROWS rows
+is scanned exactly (FAISS IndexFlatIP); a bigger one scans 8-bit scalar-quantised codes (FAISS
+IndexScalarQuantizer QT_8bit, a quarter of the bytes: the scan is memory-bound) for RESCORE
+times the rows wanted and re-scores those exactly from the float32 vectors, so the scores
+returned are exact cosines (docs/decisions/1202). Filters are a FAISS IDSelectorBitmap over
+vector rows, so the top-k is taken among allowed rows only.
 """
 
 from __future__ import annotations
@@ -57,6 +61,12 @@ F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 NO_CONTEXT = -1
+#: vector rows from which a shard scans 8-bit codes and re-scores exactly (docs/decisions/1202)
+SQ8_MIN_ROWS = 4096
+#: candidates scanned per row wanted when re-scoring
+RESCORE = 2
+#: vector rows asked per episode wanted (at most the shard's average rows per episode)
+ROWS_PER_DOC_WANTED = 4
 
 
 @dataclass(frozen=True)
@@ -208,11 +218,30 @@ class Shard:
 
             with self._lock:
                 if self._faiss is None:
-                    index = faiss.IndexFlatIP(self.dim)
+                    index: faiss.Index
+                    if len(self.vectors) >= SQ8_MIN_ROWS:
+                        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+                        index = faiss.IndexScalarQuantizer(self.dim, qt, ip)
+                        index.train(self.vectors)
+                    else:
+                        index = faiss.IndexFlatIP(self.dim)
                     if len(self.vectors):
                         index.add(self.vectors)
                     self._faiss = index
         return self._faiss
+
+    def _nearest(self, q: F32, want: int, allowed: int, params: Any) -> tuple[I64, F32]:
+        """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
+        index = self._index()
+        if len(self.vectors) < SQ8_MIN_ROWS:
+            dist, idx = index.search(q, want, params=params)
+            found = idx[0] >= 0
+            return idx[0][found].astype(np.int64), dist[0][found]
+        _, idx = index.search(q, min(allowed, want * RESCORE), params=params)
+        rows = idx[0][idx[0] >= 0].astype(np.int64)
+        exact = self.vectors[rows] @ q[0]
+        order = np.argsort(-exact, kind="stable")[:want]
+        return rows[order], exact[order].astype(np.float32)
 
     def vector_top(
         self, query: F32, mask: npt.NDArray[np.bool_] | None, k: int
@@ -240,11 +269,11 @@ class Shard:
                 params = faiss.SearchParameters()
                 params.sel = sel
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
-        want = min(allowed, k * max(1, -(-m // max(self.n, 1))))
+        # rows per doc wanted: the nearest rows are mostly of distinct docs; the loop below asks
+        # for more when they are not
+        want = min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
         while True:
-            dist, idx = self._index().search(q, want, params=params)
-            found = idx[0] >= 0
-            chunks, scores = idx[0][found], dist[0][found]
+            chunks, scores = self._nearest(q, want, allowed, params)
             docs = self.chunk_doc[chunks].astype(np.int64)
             _, first = np.unique(docs, return_index=True)
             first.sort()  # first (best) row of each doc, in score order
