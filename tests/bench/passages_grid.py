@@ -14,10 +14,9 @@ memlake.embed.turns with a budget of N word pieces including [CLS]/[SEP].
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,7 @@ from memlake.embed.chunking import chunk_for_embedding  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.embed.turns import Measure, Span, TokenMeasure, spans  # noqa: E402
 from memlake.search import passages  # noqa: E402
-from memlake.search.query import search  # noqa: E402
-from tests.bench.quality_bench import MODES, build  # noqa: E402
+from tests.bench.quality_bench import MODES, build, evaluate  # noqa: E402
 
 Cut = Callable[[str, int, Measure], list[Span]]
 
@@ -51,36 +49,6 @@ def load(name: str) -> list[Any]:
     return list(conversations())
 
 
-def _dcg(gains: Sequence[int]) -> float:
-    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-
-
-def evaluate(ctx: Any, convs: list[Any], ids: list[str], mode: str) -> dict[str, float]:
-    at, n, ndcg, r10, rall = 0, 0, 0.0, 0.0, 0.0
-    for conv in convs:
-        conv_ids = ids[at : at + len(conv.sessions)]
-        at += len(conv.sessions)
-        for q in conv.questions:
-            hits = search(
-                ctx.lake,
-                ctx.services.search,
-                ctx.tenant,
-                query=q.text,
-                limit=10,
-                context=conv.name,
-                recency=False,
-                params=MODES[mode],
-            )
-            got = [h.id for h in hits]
-            rel = {conv_ids[i] for i in q.relevant}
-            found = len(rel & set(got))
-            r10 += found / len(rel)
-            rall += found == len(rel)
-            ndcg += _dcg([g in rel for g in got]) / _dcg([1] * min(10, len(rel)))
-            n += 1
-    return {"ndcg@10": ndcg / n, "recall@10": r10 / n, "recall_all@10": rall / n}
-
-
 def run(name: str, convs: list[Any], cut: Cut, tokens: int) -> None:
     passages.spans, passages.CHUNK_TOKENS = cut, tokens  # type: ignore[assignment]
     model = MiniLMEmbedder.shared()
@@ -92,7 +60,7 @@ def run(name: str, convs: list[Any], cut: Cut, tokens: int) -> None:
     took = time.perf_counter() - t0
     cells = []
     for mode in ("bm25", "vector", "fused"):
-        m = evaluate(ctx, convs, ids, mode)
+        m = evaluate(ctx, convs, ids, MODES[mode])
         cells.append(f"{mode} {m['ndcg@10']:.3f}/{m['recall@10']:.3f}/{m['recall_all@10']:.3f}")
     per_1k = 1000 * count / words
     print(f"{name:<10} {per_1k:5.1f} passages/1k words  {'  '.join(cells)}  ({took:.0f} s)")
