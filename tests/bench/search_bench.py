@@ -52,7 +52,7 @@ from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.ids import new_id  # noqa: E402
 from memlake.lake import Lake, Transaction  # noqa: E402
 from memlake.lake.compaction import compact  # noqa: E402
-from memlake.search import embedding  # noqa: E402
+from memlake.search import embedding, index  # noqa: E402
 from memlake.search.indexing import Embedded  # noqa: E402
 from memlake.search.query import SearchParams, search  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
@@ -72,6 +72,7 @@ _REAL = (
 )
 REAL_WORDS = _REAL.split()
 WORDS = 90
+RESCORES = [index.RESCORE]
 
 
 def words(n: int) -> str:
@@ -125,7 +126,14 @@ def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
         if (start // 64) % 64 == 63:
             compact(lake, TENANT, min_segments=16)
     compact(lake, TENANT, min_segments=2)
-    print(f"  filled {len(corpus.texts)} in {time.perf_counter() - t0:.0f} s", flush=True)
+    took = time.perf_counter() - t0
+    print(f"  filled {len(corpus.texts)} in {took:.0f} s, {rss_mb()} MB resident", flush=True)
+
+
+def rss_mb() -> int:
+    """This process's resident memory now, in MB (Linux)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1_000_000
 
 
 def windows(text: str, n: int) -> tuple[list[int], list[int]]:
@@ -185,7 +193,13 @@ def bench_size(
     out["warm_p50_ms"] = round(statistics.median(warm), 1)
     out["warm_p95_ms"] = round(pct(warm, 95), 1)
     out["exact_qvec_p50_ms"] = round(statistics.median(exact), 2)
-    out.update(vector_recall(lake, svc, corpus, qs))
+    out["warm_rss_MB"] = rss_mb()
+    for rescore in RESCORES:  # index.RESCORE is read per search: no rebuild needed
+        default, index.RESCORE = index.RESCORE, rescore
+        got = vector_recall(lake, svc, corpus, qs)
+        index.RESCORE = default
+        suffix = "" if rescore == default else f"_rescore{rescore}"
+        out.update({k + suffix: v for k, v in got.items()})
     store.reset()
     search(ctx.lake, ctx.services.search, TENANT, query=corpus.queries[0], limit=10)
     out["warm_requests"] = sum(store.counts.values())
@@ -302,9 +316,17 @@ def main() -> None:
         default="realistic",
         help="realistic: tests/bench/vectors.py; copies: 400 embedded texts plus tiny noise",
     )
+    parser.add_argument(
+        "--rescore",
+        type=int,
+        nargs="+",
+        default=[index.RESCORE],
+        help="measure vector recall@10 with each of these index.RESCORE values",
+    )
     args = parser.parse_args()
     global WORDS
     WORDS = args.words
+    RESCORES[:] = args.rescore
     if args.no_lance:
         globals()["lance"] = lambda *a: {}
     random.seed(7)
