@@ -1,28 +1,37 @@
 """Search latency at 1k / 10k / 100k episodes on the local lake, and LanceDB on the same data.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python tests/bench/search_bench.py \
-        [--sizes 1000 10000 100000] [--queries 200] [--chunks 1]
+        [--sizes 1000 10000 100000] [--queries 200] [--chunks 1] [--vectors realistic|copies]
 
 Corpus (synthetic, deterministic): each episode is ~90 words drawn from a Zipf-distributed
 5,000-word vocabulary plus a unique tag word, stored through the lake's commit hooks in commits
 of 64 episodes (the tail size), compacted as the server's maintenance would. Vectors are NOT
-computed per episode (100k MiniLM embeddings would take hours): 400 distinct texts are embedded
-with MiniLM and each episode gets one of them plus Gaussian noise (sigma 0.02 per dimension),
-re-normalised; --chunks N gives every episode N such vectors (real sessions have 5-10).
-Queries: 200 texts of 3-6 words from the same vocabulary; their MiniLM vectors are computed once.
+computed per episode (100k MiniLM embeddings would take hours); --chunks N gives every episode
+N of them (real sessions have ~20 passages):
+- realistic (default): tests/bench/vectors.py's mixes of real MiniLM passage vectors of the dev
+  corpora, spread like real ones; query vectors are the dev corpora's real questions (then
+  synthetic mixes of them past 409).
+- copies: 400 distinct texts are embedded with MiniLM and each vector is one of them plus
+  Gaussian noise (sigma 0.02 per dimension), re-normalised: near-duplicates, which cannot judge
+  an approximate search. Query vectors embed the query texts.
+Queries: 200 texts of 3-6 words from the same vocabulary (the BM25 side).
 
 Per size it reports: warm search p50/p95 through search (query embedding included), the
 same with the query vector given ("exact hybrid"), cold search (a fresh Lake and caches on the
 same store, so manifest + shards are fetched) with its shard bytes and requests, add_episode
 p50 with embedding (a 175-word synthetic episode, ~500 word pieces: 9 chunks of 64 tokens) and
 the shard rebuild, and LanceDB 0.40's exact hybrid search (flat vector scan + its FTS index +
-RRF) over the same rows, vectors and queries.
+RRF) over the same rows, vectors and queries. With the query vector given it also runs a
+vector-only search (weights bm25 0, vector 1) and reports its recall@10 against an exact numpy
+scan over every episode's vectors ("vec_recall@10"; meaningful with realistic vectors), and
+the process's peak resident memory.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import resource
 import shutil
 import statistics
 import sys
@@ -43,11 +52,12 @@ from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.ids import new_id  # noqa: E402
 from memlake.lake import Lake, Transaction  # noqa: E402
 from memlake.lake.compaction import compact  # noqa: E402
-from memlake.search import embedding  # noqa: E402
+from memlake.search import embedding, index  # noqa: E402
 from memlake.search.indexing import Embedded  # noqa: E402
 from memlake.search.query import SearchParams, search  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.tools import add_episode  # noqa: E402
+from tests.bench import vectors  # noqa: E402
 from tests.support.counting import CountingStore  # noqa: E402
 from tests.wiring import bare_lake, indexed_context  # noqa: E402
 
@@ -62,6 +72,7 @@ _REAL = (
 )
 REAL_WORDS = _REAL.split()
 WORDS = 90
+RESCORES = [index.RESCORE]
 
 
 def words(n: int) -> str:
@@ -76,15 +87,22 @@ def pct(values: list[float], p: float) -> float:
 
 
 class Corpus:
-    def __init__(self, n: int, chunks: int, embedder: MiniLMEmbedder) -> None:
-        base = embedder.embed([words(40) for _ in range(400)])
+    def __init__(self, n: int, chunks: int, embedder: MiniLMEmbedder, kind: str) -> None:
         self.texts = [f"{words(WORDS)} tag{i}" for i in range(n)]
-        self.vectors = []
-        for _ in range(n):
-            v = base[rng.integers(0, len(base), size=chunks)] + rng.normal(0, 0.02, (chunks, 384))
-            self.vectors.append((v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32))
         self.queries = [words(int(rng.integers(3, 7))) for _ in range(200)]
-        self.query_vectors = embedder.embed(self.queries)
+        self.ids: list[str] = []  # filled by fill(), episode i's id
+        if kind == "copies":
+            base = embedder.embed([words(40) for _ in range(400)])
+            picks = base[rng.integers(0, len(base), size=n * chunks)]
+            flat = picks + rng.normal(0, 0.02, (n * chunks, 384))
+            flat /= np.linalg.norm(flat, axis=1, keepdims=True)
+            self.flat = flat.astype(np.float32)
+            self.query_vectors = embedder.embed(self.queries)
+        else:  # tests/bench/vectors.py: real MiniLM passage vectors mixed, real questions
+            real = vectors.real()
+            self.flat = vectors.passages(real, n, chunks)
+            self.query_vectors = vectors.queries(real, 200)
+        self.vectors = [self.flat[i * chunks : (i + 1) * chunks] for i in range(n)]  # views
 
 
 def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
@@ -98,6 +116,7 @@ def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
             starts, ends = windows(row["content"], len(vecs))
             svc.embedded.remember(Embedded(svc.content_hash(row), starts, ends, vecs))
             rows.append(row)
+            corpus.ids.append(row["id"])
 
         def change(txn: Transaction, rows: list[dict[str, Any]] = rows) -> None:
             for r in rows:
@@ -107,7 +126,14 @@ def fill(lake: Lake, svc: Any, corpus: Corpus) -> None:
         if (start // 64) % 64 == 63:
             compact(lake, TENANT, min_segments=16)
     compact(lake, TENANT, min_segments=2)
-    print(f"  filled {len(corpus.texts)} in {time.perf_counter() - t0:.0f} s", flush=True)
+    took = time.perf_counter() - t0
+    print(f"  filled {len(corpus.texts)} in {took:.0f} s, {rss_mb()} MB resident", flush=True)
+
+
+def rss_mb() -> int:
+    """This process's resident memory now, in MB (Linux)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1_000_000
 
 
 def windows(text: str, n: int) -> tuple[list[int], list[int]]:
@@ -125,9 +151,11 @@ def time_of(i: int) -> Any:
     return datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=7 * i)
 
 
-def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> dict[str, Any]:
+def bench_size(
+    n: int, chunks: int, queries: int, embedder: MiniLMEmbedder, kind: str
+) -> dict[str, Any]:
     print(f"size {n}", flush=True)
-    corpus = Corpus(n, chunks, embedder)
+    corpus = Corpus(n, chunks, embedder, kind)
     root = Path(tempfile.mkdtemp(prefix=f"memlake-search-{n}-"))
     settings = Settings(data_dir=root)
     store = CountingStore(LocalStore(root))
@@ -137,7 +165,7 @@ def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> d
     ctx = indexed_context(Principal(TENANT), lake, settings, embedder)
     svc = ctx.services.search
     fill(lake, svc, corpus)
-    out: dict[str, Any] = {"episodes": n, "vectors/ep": chunks}
+    out: dict[str, Any] = {"episodes": n, "vectors/ep": chunks, "vectors": kind}
     shards = lake.snapshot(TENANT).extra["search"]["shards"]
     out["shards"] = len(shards)
     out["shard_B/ep"] = round(sum(s["bytes"] for s in shards) / n)
@@ -165,6 +193,13 @@ def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> d
     out["warm_p50_ms"] = round(statistics.median(warm), 1)
     out["warm_p95_ms"] = round(pct(warm, 95), 1)
     out["exact_qvec_p50_ms"] = round(statistics.median(exact), 2)
+    out["warm_rss_MB"] = rss_mb()
+    for rescore in RESCORES:  # index.RESCORE is read per search: no rebuild needed
+        default, index.RESCORE = index.RESCORE, rescore
+        got = vector_recall(lake, svc, corpus, qs)
+        index.RESCORE = default
+        suffix = "" if rescore == default else f"_rescore{rescore}"
+        out.update({k + suffix: v for k, v in got.items()})
     store.reset()
     search(ctx.lake, ctx.services.search, TENANT, query=corpus.queries[0], limit=10)
     out["warm_requests"] = sum(store.counts.values())
@@ -197,8 +232,40 @@ def bench_size(n: int, chunks: int, queries: int, embedder: MiniLMEmbedder) -> d
     out["add_p95_ms"] = round(pct(adds, 95), 0)
     out["add_writes_p50"] = statistics.median(writes)
     out.update(lance(corpus, queries, out["exact_qvec_p50_ms"]))
+    out["peak_rss_MB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     shutil.rmtree(root, ignore_errors=True)
     return out
+
+
+def vector_recall(lake: Lake, svc: Any, corpus: Corpus, qs: list[int]) -> dict[str, Any]:
+    """Vector-only search (query vector given) against an exact numpy scan over every
+    episode's vectors (an episode scores its best row): recall@10 and its p50."""
+    only_vec = SearchParams(weights={"bm25": 0.0, "vector": 1.0})
+    chunks = len(corpus.vectors[0])
+    recalls, times = [], []
+    for i in qs:
+        q = np.asarray(corpus.query_vectors[i % 200], np.float32)
+        t0 = time.perf_counter()
+        hits = search(
+            lake,
+            svc,
+            TENANT,
+            query=corpus.queries[i % 200],
+            limit=10,
+            recency=False,
+            query_vector=q,
+            params=only_vec,
+        )
+        times.append((time.perf_counter() - t0) * 1000)
+        best = (corpus.flat @ q).reshape(-1, chunks).max(axis=1)
+        top = np.argpartition(-best, 10)[:10]
+        truth = {corpus.ids[j] for j in top.tolist()}
+        recalls.append(len(truth & {h.id for h in hits}) / 10)
+    return {
+        "vec_only_p50_ms": round(statistics.median(times), 2),
+        "vec_recall@10": round(statistics.mean(recalls), 4),
+        "vec_recall@10_min": min(recalls),
+    }
 
 
 def lance(corpus: Corpus, queries: int, ours_ms: float) -> dict[str, Any]:
@@ -243,14 +310,28 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=1)
     parser.add_argument("--words", type=int, default=90, help="words per episode")
     parser.add_argument("--no-lance", action="store_true")
+    parser.add_argument(
+        "--vectors",
+        choices=["realistic", "copies"],
+        default="realistic",
+        help="realistic: tests/bench/vectors.py; copies: 400 embedded texts plus tiny noise",
+    )
+    parser.add_argument(
+        "--rescore",
+        type=int,
+        nargs="+",
+        default=[index.RESCORE],
+        help="measure vector recall@10 with each of these index.RESCORE values",
+    )
     args = parser.parse_args()
     global WORDS
     WORDS = args.words
+    RESCORES[:] = args.rescore
     if args.no_lance:
         globals()["lance"] = lambda *a: {}
     random.seed(7)
     embedder = MiniLMEmbedder.shared()
-    rows = [bench_size(n, args.chunks, args.queries, embedder) for n in args.sizes]
+    rows = [bench_size(n, args.chunks, args.queries, embedder, args.vectors) for n in args.sizes]
     cols = list(dict.fromkeys(c for r in rows for c in r))
     print(" | ".join(cols))
     for row in rows:
