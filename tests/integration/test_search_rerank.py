@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import boto3
 import numpy as np
 import pytest
 from botocore.stub import Stubber
@@ -24,6 +23,7 @@ from memlake.search.query import SearchHit, search
 from memlake.search.rerank import Reranker
 from memlake.search.rerank_bedrock import BedrockReranker
 from memlake.store.local import LocalStore
+from tests.support.stubbed import offline_client
 from tests.unit.test_bedrock_rerank import answer, request
 from tests.wiring import bare_lake, tool_context
 
@@ -120,12 +120,7 @@ def test_a_reranker_reorders_the_top_candidates_and_sets_score_and_breakdown(
 
 
 def test_bedrock_rerank_end_to_end_through_the_search(tmp_path: Path) -> None:
-    client = boto3.client(
-        "bedrock-agent-runtime",
-        region_name="eu-central-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    client = offline_client("bedrock-agent-runtime", "eu-central-1")
     arn = "arn:aws:bedrock:eu-central-1::foundation-model/amazon.rerank-v1:0"
     reranker = BedrockReranker("amazon.rerank-v1:0", client=client)
     _, ctx, ids = lake_with_notes(tmp_path, reranker)

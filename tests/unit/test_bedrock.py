@@ -15,23 +15,18 @@ from botocore.stub import Stubber
 
 from memlake.embed import Embedder, EmbeddingError, make_embedder
 from memlake.embed.bedrock import TITAN_V2, BedrockTitanEmbedder, split_by_chars
+from tests.support.stubbed import offline_client, stubbed
 
 
 @pytest.fixture
 def client() -> object:
-    return boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return offline_client("bedrock-runtime", "us-east-1")
 
 
 @pytest.fixture
 def stubber(client: object) -> Iterator[Stubber]:
-    with Stubber(client) as stub:
+    with stubbed(client) as stub:
         yield stub
-        stub.assert_no_pending_responses()
 
 
 def body(payload: object) -> StreamingBody:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
 from memlake.search.rerank import RerankError, rerank_hits
 from memlake.search.rerank_bedrock import MAX_CHARS, BedrockReranker
+from tests.support.stubbed import offline_client, stubbed
 from tests.unit.test_rerank import hit
 
 ARN = "arn:aws:bedrock:us-west-2::foundation-model/cohere.rerank-v3-5:0"
@@ -18,19 +18,13 @@ ARN = "arn:aws:bedrock:us-west-2::foundation-model/cohere.rerank-v3-5:0"
 
 @pytest.fixture
 def client() -> Any:
-    return boto3.client(
-        "bedrock-agent-runtime",
-        region_name="us-west-2",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return offline_client("bedrock-agent-runtime", "us-west-2")
 
 
 @pytest.fixture
 def stubber(client: Any) -> Iterator[Stubber]:
-    with Stubber(client) as stub:
+    with stubbed(client) as stub:
         yield stub
-        stub.assert_no_pending_responses()
 
 
 def request(query: str, texts: list[str], arn: str = ARN) -> dict[str, Any]:

@@ -30,6 +30,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
 
 DEFAULT_K = 60.0
 SECONDS_PER_DAY = 86_400.0
@@ -107,16 +110,19 @@ def rrf_fuse(
     return fused if limit is None else fused[:limit]
 
 
-def bm25_share(score: float, total_idf: float) -> float:
-    """A BM25 score (lucene variant: each query term adds at most its idf) as the share of the
-    query's total idf it reaches, 0..1: a theoretical normalisation, the same for every query."""
-    return 0.0 if total_idf <= 0 else min(1.0, max(0.0, score / total_idf))
+def bm25_share(score: Any, total_idf: float) -> Any:
+    """BM25 scores (lucene variant: each query term adds at most its idf) as the share of the
+    query's total idf they reach, 0..1: a theoretical normalisation, the same for every query.
+    Works on a number or a numpy array (the search normalises per shard)."""
+    if total_idf <= 0:
+        return np.zeros_like(score, dtype=np.float32) if isinstance(score, np.ndarray) else 0.0
+    return np.clip(score / np.float32(total_idf), 0.0, 1.0)
 
 
-def cosine_score(cos: float, floor: float) -> float:
-    """A cosine mapped to 0..1 from `floor` (what unrelated texts reach) up: (cos - c0) / (1 - c0),
-    clipped; a theoretical normalisation like bm25_share."""
-    return min(1.0, max(0.0, (cos - floor) / (1.0 - floor)))
+def cosine_score(cos: Any, floor: float) -> Any:
+    """Cosines mapped to 0..1 from `floor` (what unrelated texts reach) up: (cos - c0) / (1 - c0),
+    clipped; a theoretical normalisation like bm25_share (a number or a numpy array)."""
+    return np.clip((cos - np.float32(floor)) / np.float32(1.0 - floor), 0.0, 1.0)
 
 
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:

@@ -28,6 +28,7 @@ from memlake.search.fusion import (
     FusedHit,
     apply_recency,
     convex_fuse,
+    cosine_score,
     minmax,
     normalise_scores,
     rrf_fuse,
@@ -155,10 +156,9 @@ def search(
             bm25_found.add(no, top, scores, scores, which, best)
         if qvec is not None:
             docs, sims, second, passages = shard.vector_top(qvec, mask, cand)
-            norm = np.clip((sims - floor) / (1 - floor), 0, 1)
+            norm = cosine_score(sims, floor)
             if params.vec_agg == "top2":
-                extra = np.clip((second - floor) / (1 - floor), 0, 1)
-                norm = np.minimum(1.0, norm + params.agg_decay * extra)
+                norm = np.minimum(1.0, norm + params.agg_decay * cosine_score(second, floor))
             vec_found.add(no, docs, norm, sims, passages, norm)
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlake.search.fusion import bm25_share
 from memlake.search.index import Shard
 from memlake.search.shards import ShardInfo
 
@@ -118,10 +119,9 @@ def bm25_shard(
         score = best + np.float32(params.agg_decay) * second
     else:
         score = np.float32(params.mix) * episode + np.float32(1 - params.mix) * best
-    scale = np.float32(1.0 / total) if total > 0 else np.float32(0)
-    score = np.minimum(score * scale, 1.0)
+    score = bm25_share(score, total)
     if mask is not None:
         score *= mask  # bm25s weight_mask semantics: filtered docs score 0
     top = top_k(score, k)
     which = shard.best_passages(top, passages)
-    return top, score[top], which, np.minimum(best[top] * scale, 1.0)
+    return top, score[top], which, bm25_share(best[top], total)
