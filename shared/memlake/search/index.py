@@ -50,11 +50,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from memlake.search import ivf
+
 if TYPE_CHECKING:
     import faiss
 
-FORMAT = 2
-FORMATS = (1, 2)
+FORMAT = 3
+FORMATS = (1, 2, 3)
 K1 = 1.5
 B = 0.75
 F32 = npt.NDArray[np.float32]
@@ -146,6 +148,8 @@ class Shard:
             self.chunk_passage = np.full(len(self.chunk_doc), -1, np.int32)
         self._term_ids = {t: i for i, t in enumerate(self.vocab)}
         self._faiss: faiss.Index | None = None
+        self._ivf_arrays = {k: arrays[k] for k in ivf.ARRAYS if k in arrays}
+        self._ivf: ivf.Ivf | None = None
         self._lock = threading.Lock()
         self.nbytes = sum(int(a.nbytes) for a in arrays.values() if hasattr(a, "nbytes"))
 
@@ -212,6 +216,20 @@ class Shard:
         return out
 
     # vectors ---------------------------------------------------------------------------
+    def _ivf_index(self) -> ivf.Ivf | None:
+        """The stored IVF index (format 3, big shards; None otherwise), assembled untrained."""
+        if self._ivf is None and self._ivf_arrays:
+            with self._lock:
+                if self._ivf is None:
+                    self._ivf = ivf.Ivf(self._ivf_arrays, self.dim)
+        return self._ivf
+
+    def _ensure_lists(self, list_nos: Any) -> None:
+        """Put these IVF lists in the index (the only way lists enter it)."""
+        index = self._ivf_index()
+        if index is not None:
+            index.ensure(list_nos)
+
     def _index(self) -> faiss.Index:
         if self._faiss is None:
             import faiss  # lazily: a cold Lambda that only lists tools never loads it
@@ -230,8 +248,16 @@ class Shard:
                     self._faiss = index
         return self._faiss
 
-    def _nearest(self, q: F32, want: int, allowed: int, params: Any) -> tuple[I64, F32]:
+    def _nearest(
+        self, q: F32, want: int, allowed: int, params: Any, rows_mask: Any
+    ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
+        if self._ivf_arrays:
+            ivf_index = self._ivf_index()
+            assert ivf_index is not None
+            sel = None if params is None else params.sel
+            depth = min(allowed, want * RESCORE)
+            return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel)
         index = self._index()
         if len(self.vectors) < SQ8_MIN_ROWS:
             dist, idx = index.search(q, want, params=params)
@@ -257,6 +283,7 @@ class Shard:
         params = None
         allowed = m
         keep: list[Any] = []
+        chunk_mask = None
         if mask is not None:
             chunk_mask = mask[self.chunk_doc]
             allowed = int(chunk_mask.sum())
@@ -268,12 +295,14 @@ class Shard:
                 keep = [bits, sel]  # the selector reads `bits` during search
                 params = faiss.SearchParameters()
                 params.sel = sel
+            else:
+                chunk_mask = None
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
         # rows per doc wanted: the nearest rows are mostly of distinct docs; the loop below asks
         # for more when they are not
         want = min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
         while True:
-            chunks, scores = self._nearest(q, want, allowed, params)
+            chunks, scores = self._nearest(q, want, allowed, params, chunk_mask)
             docs = self.chunk_doc[chunks].astype(np.int64)
             _, first = np.unique(docs, return_index=True)
             first.sort()  # first (best) row of each doc, in score order
