@@ -30,12 +30,18 @@ comparable across shards and between episodes and passages: each term adds at mo
 a score over the query's total idf is in 0..1 (the share of the query matched, saturated).
 A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's weight_mask does.
 
-Vectors: inner product over unit vectors, i.e. cosine. A shard of fewer than SQ8_MIN_ROWS rows
-is scanned exactly (FAISS IndexFlatIP); a bigger one scans 8-bit scalar-quantised codes (FAISS
-IndexScalarQuantizer QT_8bit, a quarter of the bytes: the scan is memory-bound) for RESCORE
-times the rows wanted and re-scores those exactly from the float32 vectors, so the scores
-returned are exact cosines (docs/decisions/1202). Filters are a FAISS IDSelectorBitmap over
-vector rows, so the top-k is taken among allowed rows only.
+Format 3 adds, to a shard of at least ivf.IVF_MIN_ROWS vector rows, an IVF index with 8-bit
+codes trained when the shard is written (ivf_centroids, ivf_sq, ivf_offsets, ivf_rows,
+ivf_codes: memlake.search.ivf); a format-2 shard still loads and searches, and the layout
+rebuilds it in format 3 from its stored vectors.
+
+Vectors: inner product over unit vectors, i.e. cosine. A shard with the IVF index probes
+ivf.NPROBE lists (more when they hold too few allowed rows; a filter leaving few rows scans
+them exactly); one without it, of fewer than SQ8_MIN_ROWS rows, is scanned exactly (FAISS
+IndexFlatIP), a bigger one scans 8-bit codes built when first searched (decision 1202). Codes
+give candidates only: RESCORE times the rows wanted are re-scored exactly from the float32
+vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301). Filters are a
+FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only.
 """
 
 from __future__ import annotations
@@ -231,43 +237,31 @@ class Shard:
             index.ensure(list_nos)
 
     def _index(self) -> faiss.Index:
+        """Format 1/2 and small shards: exact flat, or SQ8 codes built now (decision 1202)."""
         if self._faiss is None:
-            import faiss  # lazily: a cold Lambda that only lists tools never loads it
-
             with self._lock:
                 if self._faiss is None:
-                    index: faiss.Index
-                    if len(self.vectors) >= SQ8_MIN_ROWS:
-                        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-                        index = faiss.IndexScalarQuantizer(self.dim, qt, ip)
-                        index.train(self.vectors)
-                    else:
-                        index = faiss.IndexFlatIP(self.dim)
-                    if len(self.vectors):
-                        index.add(self.vectors)
-                    self._faiss = index
+                    sq8 = len(self.vectors) >= SQ8_MIN_ROWS
+                    self._faiss = ivf.flat_index(self.vectors, self.dim, sq8)
         return self._faiss
 
     def _nearest(
         self, q: F32, want: int, allowed: int, params: Any, rows_mask: Any
     ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
+        depth = min(allowed, want * RESCORE)
         if self._ivf_arrays:
             ivf_index = self._ivf_index()
             assert ivf_index is not None
             sel = None if params is None else params.sel
-            depth = min(allowed, want * RESCORE)
             return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel)
         index = self._index()
         if len(self.vectors) < SQ8_MIN_ROWS:
             dist, idx = index.search(q, want, params=params)
             found = idx[0] >= 0
             return idx[0][found].astype(np.int64), dist[0][found]
-        _, idx = index.search(q, min(allowed, want * RESCORE), params=params)
-        rows = idx[0][idx[0] >= 0].astype(np.int64)
-        exact = self.vectors[rows] @ q[0]
-        order = np.argsort(-exact, kind="stable")[:want]
-        return rows[order], exact[order].astype(np.float32)
+        _, idx = index.search(q, depth, params=params)
+        return ivf.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
 
     def vector_top(
         self, query: F32, mask: npt.NDArray[np.bool_] | None, k: int
@@ -278,25 +272,14 @@ class Shard:
         empty = np.empty(0, np.int64), np.empty(0, np.float32)
         if m == 0 or k <= 0:
             return empty[0], empty[1], empty[1], empty[0]
-        import faiss
-
-        params = None
-        allowed = m
-        keep: list[Any] = []
-        chunk_mask = None
+        params, keep, chunk_mask, allowed = None, None, None, m
         if mask is not None:
             chunk_mask = mask[self.chunk_doc]
             allowed = int(chunk_mask.sum())
             if allowed == 0:
                 return empty[0], empty[1], empty[1], empty[0]
-            if allowed < m:
-                bits = np.packbits(chunk_mask, bitorder="little")
-                sel = faiss.IDSelectorBitmap(m, faiss.swig_ptr(bits))
-                keep = [bits, sel]  # the selector reads `bits` during search
-                params = faiss.SearchParameters()
-                params.sel = sel
-            else:
-                chunk_mask = None
+            params, keep = ivf.row_filter(chunk_mask) if allowed < m else (None, None)
+            chunk_mask = chunk_mask if allowed < m else None
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
         # rows per doc wanted: the nearest rows are mostly of distinct docs; the loop below asks
         # for more when they are not

@@ -37,10 +37,10 @@ ROWS_PER_LIST = 128
 #: lists probed first (more when they hold too few allowed rows)
 NPROBE = 16
 #: a filter leaving at most this many vector rows scans them exactly (no IVF)
-EXACT_BELOW = 2048
+EXACT_BELOW = 4096
 #: k-means: training points per centroid (a sample) and iterations
-TRAIN_PER_LIST = 32
-NITER = 8
+TRAIN_PER_LIST = 16
+NITER = 4
 #: codes of residuals to the centroid (False: of the vectors; decision 1301)
 BY_RESIDUAL = False
 ARRAYS = ("ivf_centroids", "ivf_sq", "ivf_offsets", "ivf_rows", "ivf_codes")
@@ -108,11 +108,12 @@ class Ivf:
         qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         index = faiss.IndexIVFScalarQuantizer(coarse, dim, self.nlist, qt, ip, BY_RESIDUAL)
         index.own_fields = True
-        coarse.this.disown()  # the index frees it
+        coarse.this.disown()  # type: ignore[attr-defined]  # the index frees it
         faiss.copy_array_to_vector(np.ravel(arrays["ivf_sq"]).astype(np.float32), index.sq.trained)
         index.is_trained = True
         index.ntotal = int(self.offsets[-1])
         self.index = index
+        self.invlists: Any = index.invlists
         self.coarse = coarse
         self._have = np.zeros(self.nlist, bool)
         self._lock = threading.Lock()
@@ -137,7 +138,7 @@ class Ivf:
                 if len(rows):
                     ids = np.ascontiguousarray(rows, dtype=np.int64)
                     codes = np.ascontiguousarray(codes, dtype=np.uint8)
-                    self.index.invlists.add_entries(
+                    self.invlists.add_entries(
                         no, len(ids), faiss.swig_ptr(ids), faiss.swig_ptr(codes)
                     )
                 self._have[no] = True
@@ -156,7 +157,7 @@ class Ivf:
         dist = np.empty((1, k), np.float32)
         idx = np.empty((1, k), np.int64)
         sp = faiss.swig_ptr
-        self.index.search_preassigned_c(
+        self.index.search_preassigned_c(  # type: ignore[attr-defined]
             1, sp(q), k, sp(iq), sp(dq), sp(dist), sp(idx), False, params
         )
         return dist, idx
@@ -179,9 +180,43 @@ class Ivf:
                 if len(rows) >= depth or nprobe >= self.nlist:
                     break
                 nprobe *= 4
-        exact = vectors[rows] @ q[0]
-        if len(rows) > want:
-            part = np.argpartition(-exact, want - 1)[:want]
-            rows, exact = rows[part], exact[part]
-        order = np.argsort(-exact, kind="stable")
-        return rows[order].astype(np.int64), exact[order].astype(np.float32)
+        return rescored(rows, vectors, q, want)
+
+
+def row_filter(rows_mask: Any) -> tuple[Any, Any]:
+    """FAISS search parameters allowing only the rows of `rows_mask`, and what must stay alive
+    while they are used (the selector reads the bitmap during the search)."""
+    import faiss
+
+    bits = np.packbits(rows_mask, bitorder="little")
+    sel = faiss.IDSelectorBitmap(len(rows_mask), faiss.swig_ptr(bits))
+    params = faiss.SearchParameters()
+    params.sel = sel
+    return params, (bits, sel)
+
+
+def rescored(rows: Any, vectors: F32, q: F32, want: int) -> tuple[I64, F32]:
+    """The `want` best of candidate `rows` by exact inner product with `q` (1 x dim), best
+    first: (rows, exact scores)."""
+    exact = vectors[rows] @ q[0]
+    if len(rows) > want:
+        part = np.argpartition(-exact, want - 1)[:want]
+        rows, exact = rows[part], exact[part]
+    order = np.argsort(-exact, kind="stable")
+    return np.asarray(rows, np.int64)[order], exact[order].astype(np.float32)
+
+
+def flat_index(vectors: F32, dim: int, sq8: bool) -> faiss.Index:
+    """An exact flat index of `vectors`, or (sq8) one of 8-bit codes trained on them."""
+    import faiss  # lazily: a cold Lambda that only lists tools never loads it
+
+    index: faiss.Index
+    if sq8:
+        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexScalarQuantizer(dim, qt, ip)
+        index.train(vectors)
+    else:
+        index = faiss.IndexFlatIP(dim)
+    if len(vectors):
+        index.add(vectors)
+    return index
