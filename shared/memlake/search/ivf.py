@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
-#: vector rows from which a written shard gets an IVF index (below: flat or SQ8 scan)
-IVF_MIN_ROWS = 8192
+#: vector rows from which a written shard gets an IVF index, below: the exact flat scan. Equal
+#: to index.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF probes all its
+#: lists: the SQ8 scan of decision 1202, stored)
+IVF_MIN_ROWS = 4096
 #: vector rows per list (nlist = rows / ROWS_PER_LIST)
 ROWS_PER_LIST = 128
 #: lists probed first (more when they hold too few allowed rows)
-NPROBE = 16
+NPROBE = 64
 #: a filter leaving at most this many vector rows scans them exactly (no IVF)
 EXACT_BELOW = 4096
 #: k-means: training points per centroid (a sample) and iterations
