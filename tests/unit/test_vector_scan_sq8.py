@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlake.search import index
+from memlake.search import index, ivf
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import build
 
@@ -32,6 +32,13 @@ def _mixtures(rng: np.random.Generator, topics: np.ndarray, n: int) -> np.ndarra
 
 @pytest.fixture(scope="module")
 def shard() -> Shard:
+    """A shard scanned as decision 1202 does (format 2, or format 3 without the IVF arrays)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ivf, "IVF_MIN_ROWS", 10**9)
+        return _shard()
+
+
+def _shard() -> Shard:
     rng = np.random.default_rng(7)
     vectors = _mixtures(rng, TOPICS, 700 * ROWS_PER_DOC).reshape(700, ROWS_PER_DOC, DIM)
     docs = [
@@ -40,6 +47,7 @@ def shard() -> Shard:
     ]
     loaded = Shard.from_bytes(build(docs, model="m", dim=DIM))
     assert len(loaded.vectors) >= index.SQ8_MIN_ROWS  # the quantised path is the one tested
+    assert not loaded._ivf_arrays
     return loaded
 
 
@@ -75,6 +83,7 @@ def test_quantised_scan_finds_what_an_exact_scan_finds(shard: Shard, filtered: b
 
 def test_small_shards_stay_exact(shard: Shard, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index, "SQ8_MIN_ROWS", 10**9)
+    monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 10**9)
     flat = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(shard, None)]))
     q = shard.vectors[5]
     docs, scores, _, _ = flat.vector_top(q, None, 5)

@@ -30,12 +30,18 @@ comparable across shards and between episodes and passages: each term adds at mo
 a score over the query's total idf is in 0..1 (the share of the query matched, saturated).
 A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's weight_mask does.
 
-Vectors: inner product over unit vectors, i.e. cosine. A shard of fewer than SQ8_MIN_ROWS rows
-is scanned exactly (FAISS IndexFlatIP); a bigger one scans 8-bit scalar-quantised codes (FAISS
-IndexScalarQuantizer QT_8bit, a quarter of the bytes: the scan is memory-bound) for RESCORE
-times the rows wanted and re-scores those exactly from the float32 vectors, so the scores
-returned are exact cosines (docs/decisions/1202). Filters are a FAISS IDSelectorBitmap over
-vector rows, so the top-k is taken among allowed rows only.
+Format 3 adds, to a shard of at least ivf.IVF_MIN_ROWS vector rows, an IVF index with 8-bit
+codes trained when the shard is written (ivf_centroids, ivf_sq, ivf_offsets, ivf_rows,
+ivf_codes: memlake.search.ivf); a format-2 shard still loads and searches, and the layout
+rebuilds it in format 3 from its stored vectors.
+
+Vectors: inner product over unit vectors, i.e. cosine. A shard with the IVF index probes
+ivf.NPROBE lists (more when they hold too few allowed rows; a filter leaving few rows scans
+them exactly); one without it, of fewer than SQ8_MIN_ROWS rows, is scanned exactly (FAISS
+IndexFlatIP), a bigger one scans 8-bit codes built when first searched (decision 1202). Codes
+give candidates only: RESCORE times the rows wanted are re-scored exactly from the float32
+vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301). Filters are a
+FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only.
 """
 
 from __future__ import annotations
@@ -50,11 +56,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from memlake.search import ivf
+
 if TYPE_CHECKING:
     import faiss
 
-FORMAT = 2
-FORMATS = (1, 2)
+FORMAT = 3
+FORMATS = (1, 2, 3)
 K1 = 1.5
 B = 0.75
 F32 = npt.NDArray[np.float32]
@@ -146,6 +154,8 @@ class Shard:
             self.chunk_passage = np.full(len(self.chunk_doc), -1, np.int32)
         self._term_ids = {t: i for i, t in enumerate(self.vocab)}
         self._faiss: faiss.Index | None = None
+        self._ivf_arrays = {k: arrays[k] for k in ivf.ARRAYS if k in arrays}
+        self._ivf: ivf.Ivf | None = None
         self._lock = threading.Lock()
         self.nbytes = sum(int(a.nbytes) for a in arrays.values() if hasattr(a, "nbytes"))
 
@@ -212,36 +222,46 @@ class Shard:
         return out
 
     # vectors ---------------------------------------------------------------------------
-    def _index(self) -> faiss.Index:
-        if self._faiss is None:
-            import faiss  # lazily: a cold Lambda that only lists tools never loads it
+    def _ivf_index(self) -> ivf.Ivf | None:
+        """The stored IVF index (format 3, big shards; None otherwise), assembled untrained."""
+        if self._ivf is None and self._ivf_arrays:
+            with self._lock:
+                if self._ivf is None:
+                    self._ivf = ivf.Ivf(self._ivf_arrays, self.dim)
+        return self._ivf
 
+    def _ensure_lists(self, list_nos: Any) -> None:
+        """Put these IVF lists in the index (the only way lists enter it)."""
+        index = self._ivf_index()
+        if index is not None:
+            index.ensure(list_nos)
+
+    def _index(self) -> faiss.Index:
+        """Format 1/2 and small shards: exact flat, or SQ8 codes built now (decision 1202)."""
+        if self._faiss is None:
             with self._lock:
                 if self._faiss is None:
-                    index: faiss.Index
-                    if len(self.vectors) >= SQ8_MIN_ROWS:
-                        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-                        index = faiss.IndexScalarQuantizer(self.dim, qt, ip)
-                        index.train(self.vectors)
-                    else:
-                        index = faiss.IndexFlatIP(self.dim)
-                    if len(self.vectors):
-                        index.add(self.vectors)
-                    self._faiss = index
+                    sq8 = len(self.vectors) >= SQ8_MIN_ROWS
+                    self._faiss = ivf.flat_index(self.vectors, self.dim, sq8)
         return self._faiss
 
-    def _nearest(self, q: F32, want: int, allowed: int, params: Any) -> tuple[I64, F32]:
+    def _nearest(
+        self, q: F32, want: int, allowed: int, params: Any, rows_mask: Any
+    ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
+        depth = min(allowed, want * RESCORE)
+        if self._ivf_arrays:
+            ivf_index = self._ivf_index()
+            assert ivf_index is not None
+            sel = None if params is None else params.sel
+            return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel)
         index = self._index()
         if len(self.vectors) < SQ8_MIN_ROWS:
             dist, idx = index.search(q, want, params=params)
             found = idx[0] >= 0
             return idx[0][found].astype(np.int64), dist[0][found]
-        _, idx = index.search(q, min(allowed, want * RESCORE), params=params)
-        rows = idx[0][idx[0] >= 0].astype(np.int64)
-        exact = self.vectors[rows] @ q[0]
-        order = np.argsort(-exact, kind="stable")[:want]
-        return rows[order], exact[order].astype(np.float32)
+        _, idx = index.search(q, depth, params=params)
+        return ivf.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
 
     def vector_top(
         self, query: F32, mask: npt.NDArray[np.bool_] | None, k: int
@@ -252,28 +272,20 @@ class Shard:
         empty = np.empty(0, np.int64), np.empty(0, np.float32)
         if m == 0 or k <= 0:
             return empty[0], empty[1], empty[1], empty[0]
-        import faiss
-
-        params = None
-        allowed = m
-        keep: list[Any] = []
+        params, keep, chunk_mask, allowed = None, None, None, m
         if mask is not None:
             chunk_mask = mask[self.chunk_doc]
             allowed = int(chunk_mask.sum())
             if allowed == 0:
                 return empty[0], empty[1], empty[1], empty[0]
-            if allowed < m:
-                bits = np.packbits(chunk_mask, bitorder="little")
-                sel = faiss.IDSelectorBitmap(m, faiss.swig_ptr(bits))
-                keep = [bits, sel]  # the selector reads `bits` during search
-                params = faiss.SearchParameters()
-                params.sel = sel
+            params, keep = ivf.row_filter(chunk_mask) if allowed < m else (None, None)
+            chunk_mask = chunk_mask if allowed < m else None
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
         # rows per doc wanted: the nearest rows are mostly of distinct docs; the loop below asks
         # for more when they are not
         want = min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
         while True:
-            chunks, scores = self._nearest(q, want, allowed, params)
+            chunks, scores = self._nearest(q, want, allowed, params, chunk_mask)
             docs = self.chunk_doc[chunks].astype(np.int64)
             _, first = np.unique(docs, return_index=True)
             first.sort()  # first (best) row of each doc, in score order

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from memlake.search import ivf
 from memlake.search.index import FORMAT, I64, K1, NO_CONTEXT, B, Doc, Shard, _blob
 from memlake.search.text import episode_terms, passage_terms
 
@@ -227,6 +228,8 @@ def build(
         "p_tf": p_tf,
         "chunk_passage": cat(chunk_passage, np.int32),
     }
+    if len(arrays["vectors"]) >= ivf.IVF_MIN_ROWS:  # format 3: the IVF index, trained here
+        arrays.update(ivf.train(arrays["vectors"]))
     sink = io.BytesIO()
     np.savez(sink, **arrays)
     return sink.getvalue()

@@ -1,0 +1,224 @@
+"""IVF index with 8-bit scalar-quantised codes for big sealed shards (shard format 3).
+
+Trained once, when a shard is written (`train`), and stored as plain arrays of the shard's .npz
+(docs/decisions/1301):
+
+    ivf_centroids  float32 (nlist, dim)  coarse centroids (spherical k-means, inner product)
+    ivf_sq         float32 (2, dim)      the QT_8bit quantiser: per-dimension min and range
+    ivf_offsets    int64 (nlist + 1)     entries of list i: [offsets[i], offsets[i + 1])
+    ivf_rows       int32 (rows,)         vector row of each entry, grouped by list
+    ivf_codes      uint8 (rows, dim)     the 8-bit codes, same order as ivf_rows
+
+so each list is one contiguous byte range of ivf_rows and of ivf_codes. Loading (`Ivf`)
+assembles a FAISS IndexIVFScalarQuantizer from them without training; lists enter its inverted
+lists only through `Ivf.ensure`, for the lists a search probes, so a reader that fetches
+byte ranges can supply just those. The codes encode the vectors themselves (not residuals to
+their centroid): measured as good, and a list's codes do not depend on its centroid.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import faiss
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+#: vector rows from which a written shard gets an IVF index, below: the exact flat scan. Equal
+#: to index.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF probes all its
+#: lists: the SQ8 scan of decision 1202, stored)
+IVF_MIN_ROWS = 4096
+#: vector rows per list (nlist = rows / ROWS_PER_LIST)
+ROWS_PER_LIST = 128
+#: lists probed first (more when they hold too few allowed rows)
+NPROBE = 64
+#: a filter leaving at most this many vector rows scans them exactly (no IVF)
+EXACT_BELOW = 4096
+#: k-means: training points per centroid (a sample) and iterations
+TRAIN_PER_LIST = 16
+NITER = 4
+#: codes of residuals to the centroid (False: of the vectors; decision 1301)
+BY_RESIDUAL = False
+ARRAYS = ("ivf_centroids", "ivf_sq", "ivf_offsets", "ivf_rows", "ivf_codes")
+
+
+def nlist_for(rows: int) -> int:
+    return max(1, rows // ROWS_PER_LIST)
+
+
+def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
+    """The IVF arrays of `vectors` (rows x dim, unit): k-means on a sample, every row assigned
+    to its nearest centroid, 8-bit codes."""
+    import faiss
+
+    rows, dim = vectors.shape
+    nlist = nlist_for(rows)
+    rng = np.random.default_rng(seed)
+    sample = min(rows, nlist * TRAIN_PER_LIST)
+    pick = np.sort(rng.choice(rows, sample, replace=False)) if sample < rows else slice(None)
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    km = faiss.Kmeans(
+        dim, nlist, niter=NITER, spherical=True, seed=seed, max_points_per_centroid=10**9
+    )
+    km.train(x[pick])
+    centroids = np.ascontiguousarray(km.centroids, dtype=np.float32)
+    coarse = faiss.IndexFlatIP(dim)
+    coarse.add(centroids)
+    _, assign = coarse.search(x, 1)
+    lists = assign[:, 0]
+    order = np.argsort(lists, kind="stable")
+    offsets = np.zeros(nlist + 1, np.int64)
+    np.cumsum(np.bincount(lists, minlength=nlist), out=offsets[1:])
+    data = x - centroids[lists] if BY_RESIDUAL else x
+    sq = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit)
+    sq.train(data)
+    codes = sq.compute_codes(np.ascontiguousarray(data[order]))
+    return {
+        "ivf_centroids": centroids,
+        "ivf_sq": faiss.vector_to_array(sq.trained).astype(np.float32).reshape(2, dim),
+        "ivf_offsets": offsets,
+        "ivf_rows": order.astype(np.int32),
+        "ivf_codes": codes.reshape(rows, sq.code_size),
+    }
+
+
+class Ivf:
+    """A loaded IVF index. `lists(i)` gives list i's (rows, codes); by default slices of the
+    stored arrays, a ranged reader can pass its own."""
+
+    def __init__(
+        self,
+        arrays: Mapping[str, Any],
+        dim: int,
+        lists: Callable[[int], tuple[Any, Any]] | None = None,
+    ) -> None:
+        import faiss
+
+        self.centroids: F32 = arrays["ivf_centroids"]
+        self.offsets: I64 = arrays["ivf_offsets"]
+        self.nlist = len(self.centroids)
+        self._arrays = arrays
+        self._lists = lists or self._slice
+        coarse = faiss.IndexFlatIP(dim)
+        coarse.add(self.centroids)
+        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexIVFScalarQuantizer(coarse, dim, self.nlist, qt, ip, BY_RESIDUAL)
+        index.own_fields = True
+        coarse.this.disown()  # type: ignore[attr-defined]  # the index frees it
+        faiss.copy_array_to_vector(np.ravel(arrays["ivf_sq"]).astype(np.float32), index.sq.trained)
+        index.is_trained = True
+        index.ntotal = int(self.offsets[-1])
+        self.index = index
+        self.invlists: Any = index.invlists
+        self.coarse = coarse
+        self._have = np.zeros(self.nlist, bool)
+        self._lock = threading.Lock()
+
+    def _slice(self, no: int) -> tuple[Any, Any]:
+        lo, hi = int(self.offsets[no]), int(self.offsets[no + 1])
+        return self._arrays["ivf_rows"][lo:hi], self._arrays["ivf_codes"][lo:hi]
+
+    def ensure(self, list_nos: Any) -> None:
+        """Add these lists to the inverted lists if they are not there yet (thread-safe)."""
+        import faiss
+
+        wanted = np.unique(np.asarray(list_nos, np.int64))
+        wanted = wanted[(wanted >= 0) & ~self._have[wanted]]
+        if not len(wanted):
+            return
+        with self._lock:
+            for no in wanted.tolist():
+                if self._have[no]:
+                    continue
+                rows, codes = self._lists(no)
+                if len(rows):
+                    ids = np.ascontiguousarray(rows, dtype=np.int64)
+                    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+                    self.invlists.add_entries(
+                        no, len(ids), faiss.swig_ptr(ids), faiss.swig_ptr(codes)
+                    )
+                self._have[no] = True
+
+    def search(self, q: F32, k: int, nprobe: int, sel: Any = None) -> tuple[F32, I64]:
+        """The k best entries (approximate inner products, vector rows; -1 pads) among the
+        `nprobe` lists nearest to `q` (1 x dim) and the rows `sel` allows."""
+        import faiss
+
+        dq, iq = self.coarse.search(q, min(nprobe, self.nlist))
+        self.ensure(iq[0])
+        params = faiss.SearchParametersIVF()
+        params.nprobe = iq.shape[1]
+        if sel is not None:
+            params.sel = sel
+        dist = np.empty((1, k), np.float32)
+        idx = np.empty((1, k), np.int64)
+        sp = faiss.swig_ptr
+        self.index.search_preassigned_c(  # type: ignore[attr-defined]
+            1, sp(q), k, sp(iq), sp(dq), sp(dist), sp(idx), False, params
+        )
+        return dist, idx
+
+    def nearest(
+        self, q: F32, vectors: F32, want: int, depth: int, allowed: int, mask: Any, sel: Any
+    ) -> tuple[I64, F32]:
+        """The `want` rows closest to `q` among the `allowed` rows (`mask` / `sel`; None: all),
+        best first, with exact cosines from `vectors`: `depth` candidates from the codes of the
+        probed lists, re-scored. When the probed lists hold fewer than `depth` allowed rows,
+        more lists are probed (up to all); a filter leaving at most EXACT_BELOW rows is
+        scanned exactly instead."""
+        if mask is not None and allowed <= EXACT_BELOW:
+            rows = np.flatnonzero(mask)
+        else:
+            nprobe = NPROBE
+            while True:
+                _, idx = self.search(q, depth, nprobe, sel)
+                rows = idx[0][idx[0] >= 0]
+                if len(rows) >= depth or nprobe >= self.nlist:
+                    break
+                nprobe *= 4
+        return rescored(rows, vectors, q, want)
+
+
+def row_filter(rows_mask: Any) -> tuple[Any, Any]:
+    """FAISS search parameters allowing only the rows of `rows_mask`, and what must stay alive
+    while they are used (the selector reads the bitmap during the search)."""
+    import faiss
+
+    bits = np.packbits(rows_mask, bitorder="little")
+    sel = faiss.IDSelectorBitmap(len(rows_mask), faiss.swig_ptr(bits))
+    params = faiss.SearchParameters()
+    params.sel = sel
+    return params, (bits, sel)
+
+
+def rescored(rows: Any, vectors: F32, q: F32, want: int) -> tuple[I64, F32]:
+    """The `want` best of candidate `rows` by exact inner product with `q` (1 x dim), best
+    first: (rows, exact scores)."""
+    exact = vectors[rows] @ q[0]
+    if len(rows) > want:
+        part = np.argpartition(-exact, want - 1)[:want]
+        rows, exact = rows[part], exact[part]
+    order = np.argsort(-exact, kind="stable")
+    return np.asarray(rows, np.int64)[order], exact[order].astype(np.float32)
+
+
+def flat_index(vectors: F32, dim: int, sq8: bool) -> faiss.Index:
+    """An exact flat index of `vectors`, or (sq8) one of 8-bit codes trained on them."""
+    import faiss  # lazily: a cold Lambda that only lists tools never loads it
+
+    index: faiss.Index
+    if sq8:
+        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexScalarQuantizer(dim, qt, ip)
+        index.train(vectors)
+    else:
+        index = faiss.IndexFlatIP(dim)
+    if len(vectors):
+        index.add(vectors)
+    return index

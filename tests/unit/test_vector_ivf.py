@@ -1,0 +1,215 @@
+"""Big sealed shards carry an IVF index with SQ8 codes (shard format 3, decision 1301): trained
+when written, assembled without training when loaded, probed lists re-scored exactly; filters
+stay inside the search and never leave a short top-k."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+from memlake.search import index, ivf
+from memlake.search import shards as layout
+from memlake.search.index import Doc, Shard
+from memlake.search.shard_build import build
+from tests.integration.test_search_index import HashEmbedder, found, make, put, state
+from tests.unit.test_vector_scan_sq8 import DIM, TOPICS, _exact, _mixtures, _unit
+
+ROWS_PER_DOC = 16
+DOCS = 600  # 9,600 rows: above IVF_MIN_ROWS
+
+
+def _docs(n: int, seed: int) -> list[Doc]:
+    rng = np.random.default_rng(seed)
+    vectors = _mixtures(rng, TOPICS, n * ROWS_PER_DOC).reshape(n, ROWS_PER_DOC, DIM)
+    one = [(0, 1, ["word"])] * ROWS_PER_DOC
+    return [
+        Doc(f"e{seed}-{i:04d}", i, i, i, None, ["word"], vectors[i], passages=one) for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def data() -> bytes:
+    return build(_docs(DOCS, 7), model="m", dim=DIM)
+
+
+@pytest.fixture
+def shard(data: bytes) -> Shard:
+    loaded = Shard.from_bytes(data)
+    assert loaded.format == 3 and len(loaded.vectors) >= ivf.IVF_MIN_ROWS
+    return loaded
+
+
+def _queries(shard: Shard, n: int = 20) -> np.ndarray:
+    rng = np.random.default_rng(11)
+    near = shard.vectors[rng.integers(0, len(shard.vectors), n)]  # close to a stored passage
+    near = _unit(near + rng.normal(0, 1 / np.sqrt(DIM), near.shape))
+    return np.concatenate([near, _mixtures(rng, TOPICS, n)])  # and loosely related ones
+
+
+def _best(shard: Shard, q: np.ndarray) -> np.ndarray:
+    best = np.full(shard.n, -np.inf)
+    np.maximum.at(best, shard.chunk_doc, shard.vectors @ q)
+    return best
+
+
+def test_format3_arrays_are_contiguous_lists_of_sq8_codes(data: bytes) -> None:
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    assert set(ivf.ARRAYS) <= set(arrays)
+    vectors, offsets, rows = arrays["vectors"], arrays["ivf_offsets"], arrays["ivf_rows"]
+    nlist = len(arrays["ivf_centroids"])
+    assert nlist == ivf.nlist_for(len(vectors)) and offsets[0] == 0 and offsets[-1] == len(rows)
+    assert sorted(rows.tolist()) == list(range(len(vectors)))  # every row once
+    assign = np.argmax(vectors @ arrays["ivf_centroids"].T, axis=1)
+    for i in range(nlist):  # list i: one contiguous range, the rows nearest to centroid i
+        assert (assign[rows[offsets[i] : offsets[i + 1]]] == i).all()
+    sq = faiss.ScalarQuantizer(DIM, faiss.ScalarQuantizer.QT_8bit)
+    sq.train(vectors)
+    np.testing.assert_array_equal(arrays["ivf_sq"].ravel(), faiss.vector_to_array(sq.trained))
+    np.testing.assert_array_equal(arrays["ivf_codes"], sq.compute_codes(vectors[rows]))
+
+
+def test_loading_trains_nothing_and_adds_only_probed_lists(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_training(*_: object, **__: object) -> None:
+        raise AssertionError("trained at load")
+
+    for cls in (faiss.Kmeans, faiss.Clustering, faiss.ScalarQuantizer, faiss.Index):
+        monkeypatch.setattr(cls, "train", no_training)
+    monkeypatch.setattr(faiss.IndexIVFScalarQuantizer, "train", no_training)
+    shard = Shard.from_bytes(data)
+    q = shard.vectors[3]
+    docs, scores, _, _ = shard.vector_top(q, None, 10)
+    assert docs[0] == shard.chunk_doc[3] and scores[0] == pytest.approx(1.0, abs=1e-5)
+    held = shard._ivf_index()
+    assert held is not None
+    filled = [i for i in range(held.nlist) if held.index.invlists.list_size(i) > 0]
+    assert 0 < len(filled) <= ivf.NPROBE < held.nlist
+
+
+def test_all_lists_probed_equals_an_exact_scan(
+    shard: Shard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ivf, "NPROBE", 10**6)
+    for q in _queries(shard, 10):
+        docs, scores, _, _ = shard.vector_top(q, None, 10)
+        want, want_scores = _exact(shard, q, None, 10)
+        assert docs.tolist() == want
+        np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+
+
+def test_recall_at_10_against_exact(shard: Shard, monkeypatch: pytest.MonkeyPatch) -> None:
+    held = shard._ivf_index()
+    assert held is not None
+    monkeypatch.setattr(ivf, "NPROBE", held.nlist // 8)  # an eighth of the lists, as at scale
+    same = 0
+    queries = _queries(shard)
+    for q in queries:
+        docs, scores, _, _ = shard.vector_top(q, None, 10)
+        for d, score in zip(docs, scores, strict=True):  # the exact cosine of a row of d
+            assert np.abs(shard.vectors[shard.chunk_doc == d] @ q - score).min() < 1e-5
+        same += len(set(docs.tolist()) & set(_exact(shard, q, None, 10)[0]))
+    assert same / (10 * len(queries)) >= 0.95
+
+
+@pytest.mark.parametrize("exact_below", [0, 10**9])
+def test_filters_are_exact_under_ann(
+    shard: Shard, monkeypatch: pytest.MonkeyPatch, exact_below: int
+) -> None:
+    """Filtered through the IVF (exact_below 0) or by the exact scan of the allowed rows."""
+    monkeypatch.setattr(ivf, "EXACT_BELOW", exact_below)
+    mask = np.arange(shard.n) % 3 != 0
+    for q in _queries(shard, 5):
+        monkeypatch.setattr(ivf, "NPROBE", 10**6)
+        docs, scores, _, _ = shard.vector_top(q, mask, 10)
+        want, want_scores = _exact(shard, q, mask, 10)
+        assert docs.tolist() == want
+        np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+        monkeypatch.setattr(ivf, "NPROBE", 1)  # few lists: widened until k allowed docs
+        docs, _, _, _ = shard.vector_top(q, mask, 10)
+        assert len(docs) == 10 and mask[docs].all()
+
+
+@pytest.mark.parametrize("exact_below", [0, ivf.EXACT_BELOW])
+def test_a_very_selective_filter_still_returns_k_docs(
+    shard: Shard, monkeypatch: pytest.MonkeyPatch, exact_below: int
+) -> None:
+    monkeypatch.setattr(ivf, "EXACT_BELOW", exact_below)
+    monkeypatch.setattr(ivf, "NPROBE", 1)
+    q = _queries(shard, 1)[0]
+    far = np.argsort(_best(shard, q))[:12]  # the allowed docs are the farthest from the query
+    mask = np.zeros(shard.n, bool)
+    mask[far] = True
+    docs, scores, _, _ = shard.vector_top(q, mask, 10)
+    want, want_scores = _exact(shard, q, mask, 10)
+    assert docs.tolist() == want
+    np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+    assert len(shard.vector_top(q, mask, 50)[0]) == 12
+    held = shard._ivf_index()
+    probed = held is not None and any(held.index.invlists.list_size(i) for i in range(held.nlist))
+    assert probed == (exact_below == 0)  # few allowed rows: scanned exactly, no list probed
+
+
+def test_merges_rebuild_the_ivf_from_stored_vectors(shard: Shard) -> None:
+    extra = Shard.from_bytes(build(_docs(100, 8), model="m", dim=DIM))
+    assert not extra._ivf_arrays  # 1,600 rows: below IVF_MIN_ROWS, scanned as today
+    keep = np.arange(shard.n) >= 50
+    merged = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(shard, keep), (extra, None)]))
+    assert merged.n == DOCS - 50 + 100 and merged._ivf_arrays
+    assert sorted(merged._ivf_arrays["ivf_rows"].tolist()) == list(range(len(merged.vectors)))
+    np.testing.assert_array_equal(merged.vectors[-1600:], extra.vectors)  # not re-embedded
+    q = extra.vectors[5]
+    assert merged.vector_top(q, None, 1)[0][0] == DOCS - 50 + extra.chunk_doc[5]
+
+
+def _as_format2(data: bytes) -> bytes:
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        arrays = {n: npz[n] for n in npz.files if not n.startswith("ivf_")}
+    head = json.loads(arrays["header"].tobytes())
+    arrays["header"] = np.frombuffer(json.dumps({**head, "format": 2}).encode(), np.uint8)
+    sink = io.BytesIO()
+    np.savez(sink, **arrays)
+    return sink.getvalue()
+
+
+def test_format2_shards_still_search_and_are_outdated(data: bytes) -> None:
+    old = Shard.from_bytes(_as_format2(data))
+    assert old.format == 2 and not old._ivf_arrays
+    q = old.vectors[42]
+    assert old.vector_top(q, None, 5)[0].tolist() == _exact(old, q, None, 5)[0]
+    assert type(old._index()).__name__ == "IndexScalarQuantizer"  # today's SQ8 scan
+    info = layout.ShardInfo("k", old.n, len(old.vectors), 1, (1, 1), (0, 0), None, False, format=2)
+    assert layout.outdated(info)  # the layout rebuilds it in format 3
+    upgraded = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(old, None)]))
+    assert upgraded.format == index.FORMAT == 3 and upgraded._ivf_arrays
+
+
+def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the lake: tail, seal and merges (tiny layout and IVF sizes), filters inside."""
+    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
+    monkeypatch.setattr(layout, "FANOUT", 2)
+    monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 8)
+    monkeypatch.setattr(ivf, "ROWS_PER_LIST", 2)
+    monkeypatch.setattr(ivf, "NPROBE", 1)
+    monkeypatch.setattr(ivf, "EXACT_BELOW", 0)
+    emb = HashEmbedder()
+    lake, ctx = make(tmp_path, emb)
+    ids = [put(lake, f"note number{i} about topic{i % 3}", context=f"c{i % 2}") for i in range(21)]
+    st = state(lake)
+    assert [s.docs for s in st.shards] == [16, 4, 1] and st.shards[0].format == 3
+    big = ctx.services.search.shards.load_many(lake.store, [st.shards[0].key])[0]
+    assert big._ivf_arrays and len(big._ivf_arrays["ivf_centroids"]) == 8
+    assert len(emb.texts) == 21  # merges reused the stored vectors
+    for i, eid in enumerate(ids):
+        assert found(ctx, f"number{i}")[0] == eid
+        got = found(ctx, f"number{i} topic{i % 3}", context="c1")
+        assert eid in got if i % 2 else eid not in got
+        assert set(got) <= {e for j, e in enumerate(ids) if j % 2}
