@@ -8,10 +8,12 @@ offset and a row slice of a C-order array is one contiguous byte range. RangedNp
 - a member's local + .npy header (dtype, shape) with one small GET of HEAD_BYTES the first
   time it is needed (a member that fits in HEAD_BYTES comes whole with it); `infos(names)`
   fetches several headers in one parallel, coalesced round;
-- `array(name)`: one GET (the whole member, headers included, when its header is not known
-  yet); `rows(name, lo, hi)`: one GET once the header is known;
-- `many(slices)`: the slices' byte ranges, coalesced where the gap between two is at most
-  COALESCE_GAP, fetched in parallel.
+- `array(name)`: one GET, always the whole member with its headers (so a cold array needs no
+  header round, and the cache key is the same warm or cold); `rows(name, lo, hi)`: one GET
+  once the header is known;
+- `many(slices)`: at most two rounds of parallel GETs (whole members, unknown headers and
+  rows of known members first; then rows of the members whose headers just came), byte
+  ranges coalesced where the gap between two is at most COALESCE_GAP.
 
 Every range goes through a RangeCache (memlake.search.range_cache) keyed by the range asked
 for, which also counts hits, misses, requests and bytes. docs/decisions/1305 explains the
@@ -167,7 +169,7 @@ class RangedNpz:
         members = [self._member(n) for n in names]
         with self._lock:
             unknown = list({m.name: m for m in members if m.name not in self._infos}.values())
-        spans = [(m.offset, min(self._ends[m.name], m.offset + HEAD_BYTES)) for m in unknown]
+        spans = [(m.offset, self._head_end(m.name)) for m in unknown]
         for m, block in zip(unknown, self.fetch(spans), strict=True):
             self._learn(m, block)
         with self._lock:
@@ -202,51 +204,60 @@ class RangedNpz:
         return self.many([Slice(name, lo, hi)])[0]
 
     def many(self, slices: Sequence[Slice]) -> list[np.ndarray[Any, Any]]:
-        """Each slice's array: the headers of row slices first (one round, only those not
-        known), then every byte range still missing, coalesced and fetched in parallel. A
-        whole array is read as its whole member, so it needs no header round."""
-        self.infos([s.name for s in slices if not _whole(s)])
-        steps: list[_Step] = []
-        wanted: list[tuple[int, int]] = []
+        """Each slice's array, in at most two rounds of coalesced, parallel GETs: first whole
+        members (headers and data in one range), the headers not known yet of members sliced
+        by rows, and the rows whose headers are known; then the rows of the members whose
+        headers the first round brought. A small member held with its header costs nothing."""
         for s in slices:
-            m = self._member(s.name)
-            with self._lock:
-                info, small = self._infos.get(s.name), self._small.get(s.name)
-            if info is None:  # a whole array, header unknown: the member, headers and all
-                steps.append(_Step(m, None, 0, 0, None))
-                wanted.append((m.offset, self._ends[s.name]))
-                continue
-            lo, hi = _rows(s, info)
-            start, end = info.start + lo * info.row_bytes, info.start + hi * info.row_bytes
-            if small is not None or end <= start:
-                held = (small or b"")[start - info.start : end - info.start]
-                steps.append(_Step(m, info, lo, hi, held))
-            else:
-                steps.append(_Step(m, info, lo, hi, None))
-                wanted.append((start, end))
-        fetched = iter(self.fetch(wanted))
+            self._member(s.name)
+        with self._lock:
+            infos, small = dict(self._infos), dict(self._small)
+        whole = list(dict.fromkeys(s.name for s in slices if _whole(s) and s.name not in small))
+        rows = [s for s in slices if not _whole(s) and s.name not in small and s.name not in whole]
+        heads = list(dict.fromkeys(s.name for s in rows if s.name not in infos))
+        ready = self._ranges([s for s in rows if s.name in infos], infos)
+        first = [(self.members[n].offset, self._ends[n]) for n in whole]
+        first += [(self.members[n].offset, self._head_end(n)) for n in heads]
+        blocks = self.fetch(first + list(ready.values()))
+        data: dict[Slice | str, bytes] = dict(zip(ready, blocks[len(first) :], strict=True))
+        for n, block in zip(whole + heads, blocks, strict=False):
+            info = infos[n] = self._learn(self.members[n], block)
+            if n in whole:
+                begin = info.start - self.members[n].offset
+                data[n] = block[begin : begin + info.nbytes]
+        with self._lock:
+            small = dict(self._small)
+        later = self._ranges([s for s in rows if s not in data and s.name not in small], infos)
+        data.update(zip(later, self.fetch(list(later.values())), strict=True))
         out = []
-        for step in steps:
-            info, data = step.info, step.data
-            if data is None:
-                data = next(fetched)
-            if info is None:
-                info = self._learn(step.member, data)
-                begin = info.start - step.member.offset
-                data = data[begin : begin + info.nbytes]
-                out.append(np.frombuffer(data, dtype=info.dtype).reshape(info.shape))
-                continue
-            shape = (step.hi - step.lo, *info.shape[1:]) if info.shape else ()
-            out.append(np.frombuffer(data, dtype=info.dtype).reshape(shape))
+        for s in slices:
+            info = infos[s.name]
+            lo, hi = _rows(s, info)
+            held = small.get(s.name, data.get(s.name))
+            if held is not None:
+                raw = held[lo * info.row_bytes : hi * info.row_bytes]
+            else:
+                raw = data.get(s, b"")  # nothing fetched: an empty slice
+            shape = (hi - lo, *info.shape[1:]) if info.shape else ()
+            out.append(np.frombuffer(raw, dtype=info.dtype).reshape(shape))
         return out
 
+    def _head_end(self, name: str) -> int:
+        m = self.members[name]
+        return min(self._ends[name], m.offset + HEAD_BYTES)
 
-class _Step(NamedTuple):
-    member: Member
-    info: ArrayInfo | None  # None: `data` is the whole member, headers first
-    lo: int
-    hi: int
-    data: bytes | None  # None: the next fetched range
+    @staticmethod
+    def _ranges(
+        slices: Sequence[Slice], infos: dict[str, ArrayInfo]
+    ) -> dict[Slice, tuple[int, int]]:
+        """The bytes of each row slice that has any (an empty one needs no GET)."""
+        out = {}
+        for s in slices:
+            info = infos[s.name]
+            lo, hi = _rows(s, info)
+            if hi > lo and info.row_bytes:
+                out[s] = (info.start + lo * info.row_bytes, info.start + hi * info.row_bytes)
+        return out
 
 
 def _whole(s: Slice) -> bool:
