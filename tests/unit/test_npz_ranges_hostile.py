@@ -34,7 +34,8 @@ def read_all(store: LocalStore, data: bytes, size: int | None = None) -> None:
     reader = RangedNpz(store, KEY, len(data) if size is None else size)
     for name in reader.names:
         reader.array(name)
-        reader.rows(name, 0, 2) if reader.info(name).shape else None
+        if reader.info(name).shape:
+            reader.rows(name, 0, 2)
 
 
 def patched(data: bytes, old: bytes, new: bytes) -> bytes:
