@@ -57,5 +57,13 @@ class StorageError(MemlakeError):
     retryable = True
 
 
+class CorruptObject(StorageError):
+    """A stored object is not what its reader expects (truncated, hostile, an unknown layout);
+    reading it again will not help."""
+
+    code = "corrupt_object"
+    retryable = False
+
+
 class ConfigurationError(MemlakeError):
     code = "configuration_error"

@@ -25,6 +25,19 @@ class PreconditionFailed(StorageError):
     code = "precondition_failed"
 
 
+class RangeNotSatisfiable(StorageError):
+    """A ranged read starts at or past the object's end (S3 answers 416 InvalidRange)."""
+
+    code = "range_not_satisfiable"
+    retryable = False
+
+
+def check_range(start: int, end: int) -> None:
+    """A ranged read's bounds: [start, end) with 0 <= start < end (a caller's bug otherwise)."""
+    if start < 0 or end <= start:
+        raise ValueError(f"invalid byte range [{start}, {end}): need 0 <= start < end")
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     key: str
@@ -35,6 +48,16 @@ class ObjectInfo:
 class ObjectStore(Protocol):
     def get(self, key: str) -> bytes:
         """The object's bytes; raises ObjectNotFound."""
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the object (end exclusive), clipped at its end as S3 clips.
+
+        Raises ValueError unless 0 <= start < end, ObjectNotFound for a missing key and
+        RangeNotSatisfiable when start is at or past the end (an empty object has no bytes to
+        return, so every range of it is unsatisfiable, as on S3)."""
+
+    def size(self, key: str) -> int:
+        """The object's length in bytes (one HEAD on S3); raises ObjectNotFound."""
 
     def exists(self, key: str) -> bool: ...
 

@@ -22,7 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memlake.errors import InvalidArgument
-from memlake.store.base import ObjectInfo, ObjectNotFound, PreconditionFailed
+from memlake.store.base import (
+    ObjectInfo,
+    ObjectNotFound,
+    PreconditionFailed,
+    RangeNotSatisfiable,
+    check_range,
+)
 
 try:
     import fcntl
@@ -30,6 +36,8 @@ except ImportError:  # pragma: no cover - Windows: gc relies on the grace period
     fcntl = None  # type: ignore[assignment]
 
 _TMP_PREFIX = ".tmp-"
+#: what opening a key that is no object raises (a folder is no object either)
+_NO_OBJECT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
 def _try_lock(fd: int, *, wait: bool) -> bool:
@@ -67,7 +75,29 @@ class LocalStore:
     def get(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()
-        except (FileNotFoundError, NotADirectoryError) as e:
+        except _NO_OBJECT as e:
+            raise ObjectNotFound(f"no object {key}") from e
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        check_range(start, end)
+        path = self._path(key)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if start >= size:
+                    raise RangeNotSatisfiable(f"{key} has {size} bytes, range starts at {start}")
+                fh.seek(start)
+                return fh.read(min(end, size) - start)
+        except _NO_OBJECT as e:
+            raise ObjectNotFound(f"no object {key}") from e
+
+    def size(self, key: str) -> int:
+        path = self._path(key)
+        try:
+            if not path.is_file():
+                raise FileNotFoundError(key)
+            return path.stat().st_size
+        except _NO_OBJECT as e:
             raise ObjectNotFound(f"no object {key}") from e
 
     def exists(self, key: str) -> bool:

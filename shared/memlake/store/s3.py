@@ -1,5 +1,8 @@
 """S3 object store on boto3, with conditional writes (If-None-Match: *).
 
+A ranged read asks GetObject for "bytes=start-(end-1)"; S3 clips a range past the end and
+answers 416 InvalidRange when the range starts at or past it (RangeNotSatisfiable).
+
 S3 answers a lost conditional put with 412 PreconditionFailed, and with 409
 ConditionalRequestConflict when another conditional put on the key is in flight; both mean
 "someone else won", so both become PreconditionFailed.
@@ -15,7 +18,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from memlake.errors import StorageError
-from memlake.store.base import ObjectInfo, ObjectNotFound, PreconditionFailed
+from memlake.store.base import (
+    ObjectInfo,
+    ObjectNotFound,
+    PreconditionFailed,
+    RangeNotSatisfiable,
+    check_range,
+)
 
 _LOST_RACE = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
@@ -53,6 +62,15 @@ def _missing(key: str) -> Callable[[ClientError], None]:
     return check
 
 
+def _missing_or_past_end(key: str, start: int) -> Callable[[ClientError], None]:
+    def check(e: ClientError) -> None:
+        _missing(key)(e)
+        if _code(e) == "InvalidRange" or _status(e) == 416:
+            raise RangeNotSatisfiable(f"{key}: range starts at {start}, past its end") from e
+
+    return check
+
+
 def _lost_race(key: str) -> Callable[[ClientError], None]:
     def check(e: ClientError) -> None:
         if _code(e) in _LOST_RACE or _status(e) in (409, 412):
@@ -78,6 +96,24 @@ class S3Store:
         with _errors("get", key, _missing(key)):
             resp = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
             return resp["Body"].read()
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        check_range(start, end)
+        with _errors("get", key, _missing_or_past_end(key, start)):
+            resp = self.client.get_object(
+                Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}"
+            )
+            data: bytes = resp["Body"].read()
+        if not resp.get("ContentRange"):  # a store that ignored the Range sent it whole
+            data = data[start:end]
+            if not data:
+                raise RangeNotSatisfiable(f"{key}: range starts at {start}, past its end")
+        return data
+
+    def size(self, key: str) -> int:
+        with _errors("head", key, _missing(key)):
+            resp = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        return int(resp["ContentLength"])
 
     def exists(self, key: str) -> bool:
         try:

@@ -1,0 +1,139 @@
+"""Byte ranges of immutable objects, kept across requests (and warm Lambda invocations).
+
+The ranged-read twin of ShardCache (memlake.search.cache): shard objects never change under a
+key (a rebuild writes a new key), so a cached range never goes stale. An entry is one exact
+range (key, start, end) as a reader asked for it (a member's rows, a probed list, a header),
+not the coalesced request that fetched it, so the same ask hits whatever else was fetched with
+it. Memory first (LRU bounded by bytes), then an optional directory (/tmp on Lambda; its own
+byte budget), then the store. `stats` counts hits, misses and what came from the store;
+benchmarks take them per call with reset().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+DISK_BYTES = 256 << 20  # half of Lambda's default /tmp; ShardCache may use the rest
+
+RangeKey = tuple[str, int, int]
+
+
+@dataclass
+class RangeStats:
+    hits: int = 0  # ranges answered from memory
+    disk_hits: int = 0  # ranges answered from the directory
+    misses: int = 0  # ranges the store had to answer
+    requests: int = 0  # store requests made for them (coalesced: <= misses)
+    bytes_fetched: int = 0  # bytes the store returned (gaps between coalesced ranges too)
+
+
+class RangeCache:
+    def __init__(self, max_bytes: int = 256 << 20, disk_dir: Path | None = None) -> None:
+        self.max_bytes = max_bytes
+        self.disk_dir = disk_dir
+        self.stats = RangeStats()
+        self._items: OrderedDict[RangeKey, bytes] = OrderedDict()
+        self._bytes = 0
+        self._disk_bytes: int | None = None  # estimate; None until the directory is scanned
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def reset(self) -> RangeStats:
+        """The stats so far (zeroed here)."""
+        with self._lock:
+            old, self.stats = self.stats, RangeStats()
+        return old
+
+    def count(self, **fields: int) -> None:
+        with self._lock:
+            s = self.stats
+            self.stats = replace(s, **{k: getattr(s, k) + v for k, v in fields.items()})
+
+    def lookup(self, key: RangeKey) -> bytes | None:
+        """The cached bytes of exactly this range (memory, then disk), or None (a miss)."""
+        with self._lock:
+            data = self._items.get(key)
+            if data is not None:
+                self._items.move_to_end(key)
+                self.stats.hits += 1
+                return data
+        path = self._disk_path(key)
+        if path is not None:
+            try:
+                data = path.read_bytes()
+                os.utime(path)  # recently used: the trim goes by modification time
+            except OSError:
+                data = None
+            if data is not None and len(data) == key[2] - key[1]:
+                self.count(disk_hits=1)
+                self._remember(key, data)
+                return data
+        self.count(misses=1)
+        return None
+
+    def add(self, key: RangeKey, data: bytes) -> None:
+        """Keep a range the store just returned (memory, and disk when configured)."""
+        self._remember(key, data)
+        self._to_disk(key, data)
+
+    def _remember(self, key: RangeKey, data: bytes) -> None:
+        if len(data) > self.max_bytes:
+            return
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = data
+                self._bytes += len(data)
+            while self._bytes > self.max_bytes:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= len(old)
+
+    def _disk_path(self, key: RangeKey) -> Path | None:
+        if self.disk_dir is None:
+            return None
+        name = hashlib.sha256(f"{key[0]}\0{key[1]}\0{key[2]}".encode()).hexdigest()
+        return self.disk_dir / (name + ".range")
+
+    def _to_disk(self, key: RangeKey, data: bytes) -> None:
+        path = self._disk_path(key)
+        if path is None or path.exists():
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError:
+            return  # a full /tmp only costs a later fetch
+        with self._lock:
+            over = self._disk_bytes is None or self._disk_bytes + len(data) > DISK_BYTES
+            if not over and self._disk_bytes is not None:
+                self._disk_bytes += len(data)
+        if over:
+            self._trim_disk()
+
+    def _trim_disk(self) -> None:
+        """Remove the least recently used files until the directory holds at most DISK_BYTES
+        (a scan; only when the running estimate says the budget is reached)."""
+        assert self.disk_dir is not None
+        files = []
+        for p in self.disk_dir.glob("*.range"):
+            try:
+                files.append((p.stat(), p))
+            except OSError:
+                continue  # another process trimmed it
+        total = sum(st.st_size for st, _ in files)
+        for st, path in sorted(files, key=lambda f: f[0].st_mtime):
+            if total <= DISK_BYTES:
+                break
+            path.unlink(missing_ok=True)
+            total -= st.st_size
+        with self._lock:
+            self._disk_bytes = total
