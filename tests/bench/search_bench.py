@@ -81,6 +81,16 @@ def words(n: int) -> str:
     return " ".join([VOCAB[i] for i in picks] + list(real))
 
 
+def episode_text(i: int) -> str:
+    """Episode i's text: WORDS vocabulary words and its unique tag."""
+    return f"{words(WORDS)} tag{i}"
+
+
+def query_texts(n: int = 200) -> list[str]:
+    """n query texts of 3-6 vocabulary words (the BM25 side)."""
+    return [words(int(rng.integers(3, 7))) for _ in range(n)]
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
@@ -88,8 +98,8 @@ def pct(values: list[float], p: float) -> float:
 
 class Corpus:
     def __init__(self, n: int, chunks: int, embedder: MiniLMEmbedder, kind: str) -> None:
-        self.texts = [f"{words(WORDS)} tag{i}" for i in range(n)]
-        self.queries = [words(int(rng.integers(3, 7))) for _ in range(200)]
+        self.texts = [episode_text(i) for i in range(n)]
+        self.queries = query_texts()
         self.ids: list[str] = []  # filled by fill(), episode i's id
         if kind == "copies":
             base = embedder.embed([words(40) for _ in range(400)])

@@ -168,7 +168,7 @@ class Indexer:
         if chunks.get("content_hash") != self.searcher.content_hash(row):
             return None
         emb = Embedded.from_row(chunks, self.searcher.embedder.dim)
-        return self._doc(episode_id, row, loc.seq, emb), emb.pending
+        return episode_doc(episode_id, row, loc.seq, emb), emb.pending
 
     def on_commit(self, ctx: CommitContext) -> None:
         staged = list(ctx.txn.staged_rows(TABLE))
@@ -198,7 +198,7 @@ class Indexer:
                 pending.pop(episode_id, None)
                 continue
             emb = self._embedded_for(ctx, episode_id, row, staged_chunks)
-            docs.append(self._doc(episode_id, row, ctx.version, emb))
+            docs.append(episode_doc(episode_id, row, ctx.version, emb))
             _set_pending(pending, episode_id, emb.pending)
         writer = layout.Layout(
             self.searcher.shards,
@@ -234,20 +234,23 @@ class Indexer:
             out[episode_id] = (row, list(stored["starts"]), list(stored["ends"]), count)
         return out
 
-    def _doc(self, episode_id: str, row: dict[str, Any], seq: int, emb: Embedded) -> Doc:
-        start = _us(row.get("started_at")) or _us(row.get("created_at")) or _us(now())
-        end = _us(row.get("ended_at")) or start
-        return Doc(
-            id=episode_id,
-            seq=seq,
-            t_start=int(start or 0),
-            t_end=int(end or 0),
-            context=row.get("context"),
-            terms=episode_terms(row),
-            vectors=emb.doc_vectors(),
-            passages=passage_terms(row, emb.starts, emb.ends),
-            vector_passages=range(len(emb.vectors)) if len(emb.vectors) else (-1,),
-        )
+
+def episode_doc(episode_id: str, row: dict[str, Any], seq: int, emb: Embedded) -> Doc:
+    """The doc a shard indexes for an episode row written in commit `seq` with these passages
+    and vectors (also what a bulk build uses: tests/bench/scale_tenant.py)."""
+    start = _us(row.get("started_at")) or _us(row.get("created_at")) or _us(now())
+    end = _us(row.get("ended_at")) or start
+    return Doc(
+        id=episode_id,
+        seq=seq,
+        t_start=int(start or 0),
+        t_end=int(end or 0),
+        context=row.get("context"),
+        terms=episode_terms(row),
+        vectors=emb.doc_vectors(),
+        passages=passage_terms(row, emb.starts, emb.ends),
+        vector_passages=range(len(emb.vectors)) if len(emb.vectors) else (-1,),
+    )
 
 
 def install(lake: Lake, searcher: Searcher) -> Indexer:

@@ -280,6 +280,11 @@ class Layout:
             format=shard.format,
         )
 
+    def seal(self, docs: list[Doc], *, tail: bool = False) -> ShardInfo:
+        """Write one new shard of `docs` alone and describe it as the layout would (a bulk
+        build lays a tenant's shards out directly: tests/bench/scale_tenant.py)."""
+        return self._write([], docs, tail=tail)
+
     def apply(self, state: SearchState, docs: list[Doc]) -> SearchState:
         shards = [s for s in state.shards if s.live > 0 or s.tail]
         if docs:
