@@ -40,6 +40,9 @@ LOAD_THREADS = 8
 DISK_BYTES = 256 << 20
 #: objects from this size open by ranges (format 3, sealed; decision 1306 has the measurement)
 LAZY_MIN_BYTES = 4 << 20
+#: coalescing gap of a ranged shard's reads: re-score rows and probed lists are scattered over
+#: the object, and 1305's 256 KiB merged most of a tier-1 shard's vectors (decision 1306)
+LAZY_GAP = 16 << 10
 #: the share of the memory budget the RangeCache gets (postings and re-score rows)
 RANGE_SHARE = 0.25
 
@@ -152,7 +155,9 @@ class ShardCache:
             return hit
         if info is not None and lazy(info):
             try:
-                shard = Shard.from_ranges(RangedNpz(store, key, info.bytes, cache=self.ranges))
+                shard = Shard.from_ranges(
+                    RangedNpz(store, key, info.bytes, cache=self.ranges, gap=LAZY_GAP)
+                )
             except (KeyError, ValueError) as e:  # a member missing, a bad header or format
                 raise bad(key, str(e)) from e
             with self._lock:
