@@ -4,6 +4,13 @@ Shard objects are immutable (a rebuild writes a new key), so a cached shard neve
 memory first (LRU bounded by bytes), then an optional directory (Lambda's /tmp survives between
 invocations of a warm container even when memory is tight), then the object store. Several
 missing shards are fetched in parallel.
+
+A search passes the shards' manifest entries (`infos`): a big sealed shard (`lazy`) is then
+opened by byte ranges (Shard.from_ranges, docs/decisions/1306), its size from the manifest (no
+HEAD), and its ranges cached in `ranges` (a RangeCache: memory and the same directory). One
+budget bounds both: the RangeCache gets RANGE_SHARE of `max_bytes`, the shards the rest, and a
+shard's bytes include what FAISS builds for it later (lists a search added, a flat index), so
+the bound stays honest as searches warm a shard up. Writers (no infos) always get whole shards.
 """
 
 from __future__ import annotations
@@ -16,12 +23,33 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from memlake.errors import CorruptObject
 from memlake.search.index import Shard
+from memlake.search.npz_format import bad
+from memlake.search.range_cache import RangeCache
+from memlake.search.ranges import RangedNpz
 from memlake.store.base import ObjectStore
 
+if TYPE_CHECKING:
+    from memlake.search.shards import ShardInfo
+
 LOAD_THREADS = 8
-DISK_BYTES = 512 << 20  # Lambda's /tmp is 512 MB by default; shards are re-fetchable
+#: half of Lambda's default 512 MB /tmp; the RangeCache keeps the other half (its DISK_BYTES)
+DISK_BYTES = 256 << 20
+#: objects from this size open by ranges (format 3, sealed; decision 1306 has the measurement)
+LAZY_MIN_BYTES = 4 << 20
+#: coalescing gap of a ranged shard's reads: re-score rows and probed lists are scattered over
+#: the object, and 1305's 256 KiB merged most of a tier-1 shard's vectors (decision 1306)
+LAZY_GAP = 16 << 10
+#: the share of the memory budget the RangeCache gets (postings and re-score rows)
+RANGE_SHARE = 0.25
+
+
+def lazy(info: ShardInfo) -> bool:
+    """Whether a search opens this shard by ranges rather than loading it whole."""
+    return info.format >= 3 and not info.tail and info.bytes >= LAZY_MIN_BYTES
 
 
 @dataclass
@@ -31,21 +59,31 @@ class LoadStats:
     fetched: int = 0
     bytes: int = 0
     disk_hits: int = 0
+    ranged: int = 0  # shards opened by ranges (their bytes: ShardCache.ranges.stats)
 
 
 class ShardCache:
     def __init__(self, max_bytes: int = 1 << 30, disk_dir: Path | None = None) -> None:
-        self.max_bytes = max_bytes
+        share = int(max_bytes * RANGE_SHARE)
+        self.max_bytes = max_bytes - share
         self.disk_dir = disk_dir
+        self.ranges = RangeCache(share, disk_dir)
         self._items: OrderedDict[str, Shard] = OrderedDict()
+        self._sizes: dict[str, int] = {}  # bytes each cached shard was counted with
         self._bytes = 0
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self.last = LoadStats()
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory: shards (their FAISS structures too) and cached ranges."""
+        return self._bytes + self.ranges.nbytes
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._sizes.clear()
             self._bytes = 0
 
     def cached(self, key: str) -> Shard | None:
@@ -59,10 +97,26 @@ class ShardCache:
         with self._lock:
             if key not in self._items:
                 self._items[key] = shard
+                self._sizes[key] = shard.nbytes
                 self._bytes += shard.nbytes
-            while self._bytes > self.max_bytes and len(self._items) > 1:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= old.nbytes
+                shard.on_grow = lambda s: self._grown(key, s)
+            self._evict()
+
+    def _grown(self, key: str, shard: Shard) -> None:
+        """A cached shard built FAISS structures: count them (and evict to stay in bounds)."""
+        with self._lock:
+            if self._items.get(key) is shard:
+                size = shard.nbytes
+                self._bytes += size - self._sizes[key]
+                self._sizes[key] = size
+                self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently used shards past the budget (never the last one). A search
+        still holding one finishes with it; its FAISS lists go with its last reference."""
+        while self._bytes > self.max_bytes and len(self._items) > 1:
+            old, _ = self._items.popitem(last=False)
+            self._bytes -= self._sizes.pop(old)
 
     def _disk_path(self, key: str) -> Path | None:
         if self.disk_dir is None:
@@ -93,10 +147,23 @@ class ShardCache:
             path.unlink(missing_ok=True)
             total -= st.st_size
 
-    def _load(self, store: ObjectStore, key: str, stats: LoadStats) -> Shard:
+    def _load(
+        self, store: ObjectStore, key: str, stats: LoadStats, info: ShardInfo | None = None
+    ) -> Shard:
         hit = self.cached(key)
-        if hit is not None:
+        if hit is not None and (info is not None or not hit.lazy):
             return hit
+        if info is not None and lazy(info):
+            try:
+                shard = Shard.from_ranges(
+                    RangedNpz(store, key, info.bytes, cache=self.ranges, gap=LAZY_GAP)
+                )
+            except (KeyError, ValueError) as e:  # a member missing, a bad header or format
+                raise bad(key, str(e)) from e
+            with self._lock:
+                stats.ranged += 1
+            self.add(key, shard)
+            return shard
         path = self._disk_path(key)
         data: bytes | None = None
         if path is not None and path.exists():
@@ -112,18 +179,30 @@ class ShardCache:
                 stats.fetched += 1
                 stats.bytes += len(data)
             self._to_disk(key, data)
-        shard = Shard.from_bytes(data)
-        self.add(key, shard)
+        try:
+            shard = Shard.from_bytes(data)
+        except CorruptObject:
+            raise
+        except Exception as e:  # np.load of a truncated or foreign object: zip, npy, format
+            raise bad(key, f"{type(e).__name__}: {e}") from e
+        if hit is None:  # a writer's whole copy does not displace a search's ranged one
+            self.add(key, shard)
         return shard
 
-    def load_many(self, store: ObjectStore, keys: Sequence[str]) -> list[Shard]:
-        """The shards for `keys`, in order; missing ones fetched in parallel."""
+    def load_many(
+        self, store: ObjectStore, keys: Sequence[str], infos: Sequence[ShardInfo] | None = None
+    ) -> list[Shard]:
+        """The shards for `keys`, in order; missing ones fetched in parallel. With the
+        manifest's `infos` (a search), big sealed shards open by ranges; without (a writer),
+        every shard is whole."""
         stats = LoadStats()
-        missing = [k for k in keys if self.cached(k) is None]
+        given: Sequence[ShardInfo | None] = infos if infos is not None else [None] * len(keys)
+        pairs = list(zip(keys, given, strict=True))
+        missing = [(k, i) for k, i in pairs if self.cached(k) is None]
         if len(missing) > 1:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="memlake-shard")
-            list(self._pool.map(lambda k: self._load(store, k, stats), missing))
-        out = [self._load(store, k, stats) for k in keys]
+            list(self._pool.map(lambda p: self._load(store, p[0], stats, p[1]), missing))
+        out = [self._load(store, k, stats, i) for k, i in pairs]
         self.last = stats
         return out

@@ -57,13 +57,24 @@ import numpy as np
 import numpy.typing as npt
 
 from memlake.search import ivf
+from memlake.search.shard_bm25 import Bm25Postings
+from memlake.search.shard_source import (
+    RangedSource,
+    RowReader,
+    ShardIvf,
+    fetch_eager,
+    norm_of,
+    tfc,
+)
 
 if TYPE_CHECKING:
     import faiss
 
+    from memlake.search.ranges import RangedNpz
+
 FORMAT = 3
 FORMATS = (1, 2, 3)
-K1 = 1.5
+K1 = 1.5  # (the same as memlake.search.shard_source's, which computes the tf part)
 B = 0.75
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -103,16 +114,16 @@ def _unblob(arr: npt.NDArray[np.uint8]) -> list[str]:
     return text.split("\n") if text else []
 
 
-def _tfc(tf: F32, lengths: F32, indices: I32) -> F32:
-    avg = float(lengths.mean()) if len(lengths) else 1.0
-    norm = K1 * ((1 - B) + B * lengths / max(avg, 1e-9))
-    return (tf / (tf + norm[indices])).astype(np.float32)
+#: rough bytes of a Python str and its list / dict slot (ids, vocab), for the cache's bound
+PY_STR_BYTES = 100
 
 
-class Shard:
-    """A loaded shard: arrays plus lazily built search structures (thread-safe)."""
+class Shard(Bm25Postings):
+    """A loaded shard: arrays plus lazily built search structures (thread-safe). Whole (every
+    array in `arrays`) or ranged (`npz`: the big arrays are read by ranges when a search needs
+    them, memlake.search.shard_source)."""
 
-    def __init__(self, arrays: dict[str, Any]) -> None:
+    def __init__(self, arrays: dict[str, Any], npz: RangedNpz | None = None) -> None:
         head = json.loads(arrays["header"].tobytes())
         self.format = head.get("format")
         if self.format not in FORMATS:
@@ -129,12 +140,16 @@ class Shard:
         self.ctx: I32 = arrays["ctx"]
         self.doc_len: F32 = arrays["doc_len"]
         self.indptr: I64 = arrays["indptr"]
-        self.indices: I32 = arrays["indices"]
-        self.tf: F32 = arrays["tf"]
-        self.vectors: F32 = arrays["vectors"]
+        self.lazy = npz is not None
+        #: the float32 rows; a RowReader (rows read when indexed) for a ranged shard with IVF
+        self.vectors: Any = arrays["vectors"] if "vectors" in arrays else RowReader(npz, "vectors")  # type: ignore[arg-type]
         self.chunk_doc: I32 = arrays["chunk_doc"]
         self.n = len(self.id_list)
-        self.tfc = _tfc(self.tf, self.doc_len, self.indices)
+        self.norm = norm_of(self.doc_len)
+        if not self.lazy:
+            self.indices: I32 = arrays["indices"]
+            self.tf: F32 = arrays["tf"]
+            self.tfc = tfc(self.tf, self.norm, self.indices)
         self.has_passages = self.format >= 2
         if self.has_passages:
             self.p_doc: I32 = arrays["p_doc"]
@@ -142,10 +157,12 @@ class Shard:
             self.p_end: I32 = arrays["p_end"]
             self.p_len: F32 = arrays["p_len"]
             self.p_indptr: I64 = arrays["p_indptr"]
-            self.p_indices: I32 = arrays["p_indices"]
-            self.p_tf: npt.NDArray[np.uint16] = arrays["p_tf"]
             self.chunk_passage: I32 = arrays["chunk_passage"]
-            self.p_tfc = _tfc(self.p_tf.astype(np.float32), self.p_len, self.p_indices)
+            self.p_norm = norm_of(self.p_len)
+            if not self.lazy:
+                self.p_indices: I32 = arrays["p_indices"]
+                self.p_tf: npt.NDArray[np.uint16] = arrays["p_tf"]
+                self.p_tfc = tfc(self.p_tf, self.p_norm, self.p_indices)
             #: first passage of each doc, and the number of passages at the end
             self.p_first: I64 = np.searchsorted(self.p_doc, np.arange(self.n + 1))
         else:  # format 1: no passages; every vector row's passage is unknown
@@ -156,8 +173,29 @@ class Shard:
         self._faiss: faiss.Index | None = None
         self._ivf_arrays = {k: arrays[k] for k in ivf.ARRAYS if k in arrays}
         self._ivf: ivf.Ivf | None = None
+        self._npz = npz
+        self._source: RangedSource | None = None
+        if npz is not None:
+            ptrs = {"": self.indptr, **({"p_": self.p_indptr} if self.has_passages else {})}
+            norms = {"": self.norm, **({"p_": self.p_norm} if self.has_passages else {})}
+            self._source = RangedSource(npz, ptrs, norms)
         self._lock = threading.Lock()
-        self.nbytes = sum(int(a.nbytes) for a in arrays.values() if hasattr(a, "nbytes"))
+        held = sum(int(a.nbytes) for a in arrays.values() if hasattr(a, "nbytes"))
+        held += int(self.ids.nbytes) + PY_STR_BYTES * (self.n + len(self.vocab))
+        self._held = held  # grows with FAISS structures built later (`_grew`)
+        #: told the bytes the shard grew by (the ShardCache's bound); None: nobody listens
+        self.on_grow: Any = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: arrays, ids and vocab, and FAISS's lists or flat index once built."""
+        return self._held
+
+    def _grew(self, delta: int) -> None:
+        self._held += delta
+        listener = self.on_grow
+        if listener is not None:
+            listener(self)
 
     # serialisation -------------------------------------------------------------------
     @classmethod
@@ -165,61 +203,16 @@ class Shard:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             return cls({name: npz[name] for name in npz.files})
 
+    @classmethod
+    def from_ranges(cls, npz: RangedNpz) -> Shard:
+        """A shard whose big arrays stay in the object until a search needs them."""
+        return cls(fetch_eager(npz), npz)
+
     def passage_span(self, passage: int) -> tuple[int, int] | None:
         """Content offsets of a passage (None: unknown, or the header passage)."""
         if passage < 0 or passage >= len(self.p_start) or self.p_start[passage] < 0:
             return None
         return int(self.p_start[passage]), int(self.p_end[passage])
-
-    # BM25 ------------------------------------------------------------------------------
-    def term_ids(self, terms: Sequence[str]) -> list[int]:
-        """Local id of each term (-1 where this shard has not seen it)."""
-        return [self._term_ids.get(t, -1) for t in terms]
-
-    def doc_freqs(self, ids: Sequence[int]) -> I64:
-        arr = np.asarray(ids, dtype=np.int64)
-        out = np.zeros(len(arr), dtype=np.int64)
-        seen = arr >= 0
-        out[seen] = self.indptr[arr[seen] + 1] - self.indptr[arr[seen]]
-        return out
-
-    def bm25(self, ids: Sequence[int], idf: Sequence[float]) -> F32:
-        """BM25 score of every doc for query terms (local ids) with the given idf weights."""
-        return _accumulate(self.n, self.indptr, self.indices, self.tfc, ids, idf)
-
-    def bm25_passages(
-        self, ids: Sequence[int], idf: Sequence[float], second: bool = False
-    ) -> tuple[F32, F32, F32]:
-        """(best passage BM25 score per doc, second-best per doc (zeros unless `second`),
-        every passage's score). A format-1 shard has no passages: all zero."""
-        if not self.has_passages or not self.n:
-            zero = np.zeros(self.n, np.float32)
-            return zero, zero, np.zeros(0, np.float32)
-        scores = _accumulate(len(self.p_doc), self.p_indptr, self.p_indices, self.p_tfc, ids, idf)
-        best = np.maximum.reduceat(scores, self.p_first[:-1])  # every doc has a passage
-        runner = np.zeros(self.n, np.float32)
-        if second:
-            hit = np.flatnonzero(scores > 0)
-            docs = self.p_doc[hit]
-            order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
-            hit, docs = hit[order], docs[order]
-            first = np.ones(len(hit), bool)
-            first[1:] = docs[1:] != docs[:-1]
-            nxt = np.zeros(len(hit), bool)
-            nxt[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
-            runner[docs[nxt]] = scores[hit[nxt]]
-        return best, runner, scores
-
-    def best_passages(self, docs: I64, scores: F32) -> I64:
-        """The best passage of each of `docs` by passage `scores` (-1: none scored > 0)."""
-        out = np.full(len(docs), -1, np.int64)
-        if not len(scores):
-            return out
-        for i, d in enumerate(docs.tolist()):
-            lo, hi = int(self.p_first[d]), int(self.p_first[d + 1])
-            j = lo + int(np.argmax(scores[lo:hi]))
-            out[i] = j if scores[j] > 0 else -1
-        return out
 
     # vectors ---------------------------------------------------------------------------
     def _ivf_index(self) -> ivf.Ivf | None:
@@ -227,7 +220,7 @@ class Shard:
         if self._ivf is None and self._ivf_arrays:
             with self._lock:
                 if self._ivf is None:
-                    self._ivf = ivf.Ivf(self._ivf_arrays, self.dim)
+                    self._ivf = ShardIvf(self._ivf_arrays, self.dim, self._grew, self._npz)
         return self._ivf
 
     def _ensure_lists(self, list_nos: Any) -> None:
@@ -243,6 +236,7 @@ class Shard:
                 if self._faiss is None:
                     sq8 = len(self.vectors) >= SQ8_MIN_ROWS
                     self._faiss = ivf.flat_index(self.vectors, self.dim, sq8)
+                    self._grew(int(self._faiss.ntotal) * int(self._faiss.sa_code_size()))
         return self._faiss
 
     def _nearest(
@@ -300,15 +294,3 @@ class Shard:
                 passage = self.chunk_passage[chunks[top]].astype(np.int64)
                 return docs[top], scores[top], second[docs[top]], passage
             want = min(allowed, want * 4)
-
-
-def _accumulate(
-    n: int, indptr: I64, indices: I32, tfc: F32, ids: Sequence[int], idf: Sequence[float]
-) -> F32:
-    scores = np.zeros(n, dtype=np.float32)
-    for t, w in zip(ids, idf, strict=True):
-        if t < 0:
-            continue
-        lo, hi = int(indptr[t]), int(indptr[t + 1])
-        scores[indices[lo:hi]] += np.float32(w) * tfc[lo:hi]  # docs unique per term
-    return scores

@@ -129,7 +129,7 @@ def search(
     infos = [s for s in state.shards if s.may_match(context, s_us, e_us)]
     if not infos:
         return []
-    shards = searcher.shards.load_many(lake.store, [s.key for s in infos])
+    shards = searcher.shards.load_many(lake.store, [s.key for s in infos], infos)
     cand = max(params.candidates, limit)
     allowed = sorted(allowed_ids) if allowed_ids is not None else None
 

@@ -57,8 +57,9 @@ class RangeCache:
             s = self.stats
             self.stats = replace(s, **{k: getattr(s, k) + v for k, v in fields.items()})
 
-    def lookup(self, key: RangeKey) -> bytes | None:
-        """The cached bytes of exactly this range (memory, then disk), or None (a miss)."""
+    def lookup(self, key: RangeKey, memory: bool = True) -> bytes | None:
+        """The cached bytes of exactly this range (memory, then disk), or None (a miss); a
+        disk hit is kept in memory unless `memory` is False."""
         with self._lock:
             data = self._items.get(key)
             if data is not None:
@@ -74,14 +75,17 @@ class RangeCache:
                 data = None
             if data is not None and len(data) == key[2] - key[1]:
                 self.count(disk_hits=1)
-                self._remember(key, data)
+                if memory:
+                    self._remember(key, data)
                 return data
         self.count(misses=1)
         return None
 
-    def add(self, key: RangeKey, data: bytes) -> None:
-        """Keep a range the store just returned (memory, and disk when configured)."""
-        self._remember(key, data)
+    def add(self, key: RangeKey, data: bytes, memory: bool = True) -> None:
+        """Keep a range the store just returned (memory unless `memory` is False, and disk
+        when configured)."""
+        if memory:
+            self._remember(key, data)
         self._to_disk(key, data)
 
     def _remember(self, key: RangeKey, data: bytes) -> None:

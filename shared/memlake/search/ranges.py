@@ -113,10 +113,12 @@ class RangedNpz:
         return list(self.members)
 
     # reading ---------------------------------------------------------------------------
-    def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    def fetch(self, ranges: Sequence[tuple[int, int]], memory: bool = True) -> list[bytes]:
         """The bytes of each [start, end) range of the object: cached ones from the cache, the
-        rest coalesced and fetched in parallel."""
-        out: list[bytes | None] = [self.cache.lookup((self.key, s, e)) for s, e in ranges]
+        rest coalesced and fetched in parallel (kept in the cache's memory unless `memory` is
+        False: the caller holds them itself; its directory keeps them either way)."""
+        look = self.cache.lookup
+        out: list[bytes | None] = [look((self.key, s, e), memory) for s, e in ranges]
         missing = [i for i, data in enumerate(out) if data is None]
         groups = coalesce([ranges[i] for i in missing], self.gap)
         if len(groups) > 1:
@@ -127,7 +129,7 @@ class RangedNpz:
             for j in idx:
                 s, e = ranges[missing[j]]
                 out[missing[j]] = data = block[s - start : e - start]
-                self.cache.add((self.key, s, e), data)
+                self.cache.add((self.key, s, e), data, memory=memory)
         return [data for data in out if data is not None]
 
     def _get(self, start: int, end: int) -> bytes:
@@ -203,11 +205,12 @@ class RangedNpz:
         known (one more, small, the first time)."""
         return self.many([Slice(name, lo, hi)])[0]
 
-    def many(self, slices: Sequence[Slice]) -> list[np.ndarray[Any, Any]]:
+    def many(self, slices: Sequence[Slice], memory: bool = True) -> list[np.ndarray[Any, Any]]:
         """Each slice's array, in at most two rounds of coalesced, parallel GETs: first whole
         members (headers and data in one range), the headers not known yet of members sliced
         by rows, and the rows whose headers are known; then the rows of the members whose
-        headers the first round brought. A small member held with its header costs nothing."""
+        headers the first round brought. A small member held with its header costs nothing.
+        `memory`: as for `fetch`."""
         for s in slices:
             self._member(s.name)
         with self._lock:
@@ -218,7 +221,7 @@ class RangedNpz:
         ready = self._ranges([s for s in rows if s.name in infos], infos)
         first = [(self.members[n].offset, self._ends[n]) for n in whole]
         first += [(self.members[n].offset, self._head_end(n)) for n in heads]
-        blocks = self.fetch(first + list(ready.values()))
+        blocks = self.fetch(first + list(ready.values()), memory)
         data: dict[Slice | str, bytes] = dict(zip(ready, blocks[len(first) :], strict=True))
         for n, block in zip(whole + heads, blocks, strict=False):
             info = infos[n] = self._learn(self.members[n], block)
@@ -228,7 +231,7 @@ class RangedNpz:
         with self._lock:
             small = dict(self._small)
         later = self._ranges([s for s in rows if s not in data and s.name not in small], infos)
-        data.update(zip(later, self.fetch(list(later.values())), strict=True))
+        data.update(zip(later, self.fetch(list(later.values()), memory), strict=True))
         out = []
         for s in slices:
             info = infos[s.name]

@@ -1,0 +1,110 @@
+"""BM25 over a shard's postings (memlake.search.index.Shard's BM25 half).
+
+BM25 is the `lucene` variant of bm25s (k1 1.5, b 0.75): score(d) = sum over query terms t of
+idf(t) * tf / (tf + k1 * (1 - b + b * len(d) / avgdl)). The tf part is precomputed for all
+postings of a whole shard and per fetched slice of a ranged one (elementwise: the same
+numbers); idf comes from the query (every searched shard's document frequencies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from memlake.search.shard_source import Postings, RangedSource
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+
+
+class Bm25Postings:
+    """Mixin: BM25 of a shard's docs and passages from its postings (whole arrays, or slices
+    of the query's terms read by ranges through `_source`)."""
+
+    n: int
+    has_passages: bool
+    indptr: I64
+    indices: I32
+    tfc: F32
+    p_doc: I32
+    p_indptr: I64
+    p_indices: I32
+    p_tfc: F32
+    p_first: I64
+    _term_ids: dict[str, int]
+    _source: RangedSource | None
+
+    def term_ids(self, terms: Sequence[str]) -> list[int]:
+        """Local id of each term (-1 where this shard has not seen it)."""
+        return [self._term_ids.get(t, -1) for t in terms]
+
+    def doc_freqs(self, ids: Sequence[int]) -> I64:
+        arr = np.asarray(ids, dtype=np.int64)
+        out = np.zeros(len(arr), dtype=np.int64)
+        seen = arr >= 0
+        out[seen] = self.indptr[arr[seen] + 1] - self.indptr[arr[seen]]
+        return out
+
+    def _postings(self, ids: Sequence[int], kind: str) -> Postings:
+        """(docs, saturated tf) of each term id's postings (None: -1); kind "" episodes, "p_"
+        passages."""
+        if self._source is not None:
+            return self._source.postings(ids, kind)
+        ptr, docs, sat = (
+            (self.p_indptr, self.p_indices, self.p_tfc)
+            if kind
+            else (self.indptr, self.indices, self.tfc)
+        )
+        return [
+            None if t < 0 else (docs[ptr[t] : ptr[t + 1]], sat[ptr[t] : ptr[t + 1]]) for t in ids
+        ]
+
+    def bm25(self, ids: Sequence[int], idf: Sequence[float]) -> F32:
+        """BM25 score of every doc for query terms (local ids) with the given idf weights."""
+        return _accumulate(self.n, self._postings(ids, ""), idf)
+
+    def bm25_passages(
+        self, ids: Sequence[int], idf: Sequence[float], second: bool = False
+    ) -> tuple[F32, F32, F32]:
+        """(best passage BM25 score per doc, second-best per doc (zeros unless `second`),
+        every passage's score). A format-1 shard has no passages: all zero."""
+        if not self.has_passages or not self.n:
+            zero = np.zeros(self.n, np.float32)
+            return zero, zero, np.zeros(0, np.float32)
+        scores = _accumulate(len(self.p_doc), self._postings(ids, "p_"), idf)
+        best = np.maximum.reduceat(scores, self.p_first[:-1])  # every doc has a passage
+        runner = np.zeros(self.n, np.float32)
+        if second:
+            hit = np.flatnonzero(scores > 0)
+            docs = self.p_doc[hit]
+            order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
+            hit, docs = hit[order], docs[order]
+            first = np.ones(len(hit), bool)
+            first[1:] = docs[1:] != docs[:-1]
+            nxt = np.zeros(len(hit), bool)
+            nxt[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
+            runner[docs[nxt]] = scores[hit[nxt]]
+        return best, runner, scores
+
+    def best_passages(self, docs: I64, scores: F32) -> I64:
+        """The best passage of each of `docs` by passage `scores` (-1: none scored > 0)."""
+        out = np.full(len(docs), -1, np.int64)
+        if not len(scores):
+            return out
+        for i, d in enumerate(docs.tolist()):
+            lo, hi = int(self.p_first[d]), int(self.p_first[d + 1])
+            j = lo + int(np.argmax(scores[lo:hi]))
+            out[i] = j if scores[j] > 0 else -1
+        return out
+
+
+def _accumulate(n: int, postings: Postings, idf: Sequence[float]) -> F32:
+    scores = np.zeros(n, dtype=np.float32)
+    for got, w in zip(postings, idf, strict=True):
+        if got is not None:
+            docs, sat = got
+            scores[docs] += np.float32(w) * sat  # docs unique per term
+    return scores

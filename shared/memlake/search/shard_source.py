@@ -1,0 +1,208 @@
+"""Where a shard's big arrays come from when it is opened by byte ranges (docs/decisions/1306).
+
+A big sealed shard (memlake.search.cache.lazy) is opened through a RangedNpz: the object's
+directory (one tail GET), then ONE round of coalesced GETs for the per-doc, per-passage and
+per-term arrays a search needs at once (EAGER) and the .npy headers of the big members. The
+rest is read when a search needs it and kept in the byte-bounded RangeCache (memory, /tmp):
+
+- BM25 postings (`indices`/`tf`, `p_indices`/`p_tf`) of the query's terms only: one round for
+  both kinds (`RangedSource.postings`); the tf normalisation is computed per slice, exactly as
+  the whole-object path computes it for all postings;
+- the IVF lists a search probes (`ivf_rows`/`ivf_codes`), all lists of one `Ivf.ensure` in one
+  round (`ShardIvf`), handed to FAISS's inverted lists (so not kept twice in memory);
+- the float32 rows of the re-score candidates (`RowReader`), runs of consecutive rows as one
+  range each, in one round.
+
+`ShardIvf` also counts the bytes FAISS holds for the lists it added (`grew`), for whole and
+ranged shards alike, so the ShardCache's byte bound includes them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memlake.search import ivf
+from memlake.search.npz_format import bad
+from memlake.search.ranges import RangedNpz, Slice
+
+F32 = npt.NDArray[np.float32]
+I32 = npt.NDArray[np.int32]
+K1 = 1.5
+B = 0.75
+#: read when the shard opens (small: per doc, per passage, per term, per vector row, centroids)
+EAGER = (
+    "header", "ids", "seq", "t_start", "t_end", "ctx", "doc_len", "vocab", "indptr",
+    "p_doc", "p_start", "p_end", "p_len", "p_indptr", "chunk_doc", "chunk_passage",
+    "ivf_centroids", "ivf_sq", "ivf_offsets",
+)  # fmt: skip
+#: read by ranges when a search needs them (their headers come with the eager round)
+ON_DEMAND = ("indices", "tf", "p_indices", "p_tf", "vectors", "ivf_rows", "ivf_codes")
+#: FAISS keeps an int64 id beside each code in its inverted lists
+LIST_ID_BYTES = 8
+
+Postings = list[tuple[I32, F32] | None]
+
+
+def norm_of(lengths: F32) -> F32:
+    """BM25's length normalisation of each doc (or passage): k1 * (1 - b + b * len / avg)."""
+    avg = float(lengths.mean()) if len(lengths) else 1.0
+    out: F32 = K1 * ((1 - B) + B * lengths / max(avg, 1e-9))
+    return out
+
+
+def tfc(tf: Any, norm: F32, indices: I32) -> F32:
+    """The saturated term frequency of postings: tf / (tf + norm[doc]) (elementwise, so a
+    slice computes exactly what the whole array does)."""
+    tf = np.asarray(tf, np.float32)
+    return (tf / (tf + norm[indices])).astype(np.float32)
+
+
+def fetch_eager(npz: RangedNpz) -> dict[str, Any]:
+    """The arrays a ranged shard holds from the start, in one round of GETs (with the headers
+    of the big members). A shard without the IVF arrays needs all its vectors for its flat
+    scan: they are read whole here too."""
+    names = set(npz.names)
+    has_ivf = all(n in names for n in ivf.ARRAYS)
+    eager = [n for n in EAGER if n in names and (has_ivf or not n.startswith("ivf_"))]
+    if not has_ivf and "vectors" in names:
+        eager.append("vectors")
+    later = [n for n in ON_DEMAND if n in names and n not in eager]
+    try:
+        got = npz.many([Slice(n) for n in eager] + [Slice(n, 0, 0) for n in later], memory=False)
+    except ValueError as e:  # a scalar member where rows are expected
+        raise bad(npz.key, str(e)) from e
+    return dict(zip(eager, got, strict=False))
+
+
+class RowReader:
+    """The rows of a (rows x dim) member, read when indexed: `reader[rows]` fetches the runs of
+    consecutive rows in one coalesced round (cached in the RangeCache), in the order asked."""
+
+    def __init__(self, npz: RangedNpz, name: str) -> None:
+        self.npz, self.name = npz, name
+        info = npz.info(name)  # known from the eager round: no request
+        self.shape, self.dtype = info.shape, info.dtype
+
+    def __len__(self) -> int:
+        return int(self.shape[0])
+
+    def __getitem__(self, rows: Any) -> npt.NDArray[Any]:
+        rows = np.asarray(rows, np.int64).reshape(-1)
+        uniq = np.unique(rows)
+        if not len(uniq):
+            return np.empty((0, *self.shape[1:]), self.dtype)
+        if uniq[0] < 0 or uniq[-1] >= len(self):
+            raise IndexError(f"rows outside 0..{len(self)} of {self.name}")
+        cut = np.flatnonzero(np.diff(uniq) != 1) + 1
+        starts = uniq[np.r_[0, cut]]
+        ends = uniq[np.r_[cut - 1, len(uniq) - 1]] + 1
+        slices = [Slice(self.name, int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+        block = np.concatenate(self.npz.many(slices))
+        return block[np.searchsorted(uniq, rows)]
+
+
+class RangedSource:
+    """BM25 postings of a ranged shard, by term."""
+
+    def __init__(self, npz: RangedNpz, ptrs: Mapping[str, Any], norms: Mapping[str, F32]) -> None:
+        self.npz = npz
+        #: kind ("" episodes, "p_" passages) -> (indptr, norm); formats 1 has no passages
+        self.kinds = {k: (ptrs[k], norms[k]) for k in ptrs}
+
+    def postings(self, ids: Sequence[int], kind: str) -> Postings:
+        """(docs, saturated tf) of each term id (None for -1) of one kind; the other kind's
+        postings of the same terms come in the same round (the next call finds them cached)."""
+        terms = sorted({t for t in ids if t >= 0})
+        slices = []
+        for t in terms:
+            for k, (ptr, _) in self.kinds.items():
+                lo, hi = int(ptr[t]), int(ptr[t + 1])
+                slices += [Slice(k + "indices", lo, hi), Slice(k + "tf", lo, hi)]
+        got = dict(zip(slices, self.npz.many(slices), strict=True))
+        ptr, norm = self.kinds[kind]
+        out: Postings = []
+        for t in ids:
+            if t < 0:
+                out.append(None)
+                continue
+            lo, hi = int(ptr[t]), int(ptr[t + 1])
+            docs = got[Slice(kind + "indices", lo, hi)]
+            if len(docs) and (docs.min() < 0 or docs.max() >= len(norm)):
+                raise bad(self.npz.key, f"a posting of term {t} names no {kind}doc")
+            out.append((docs, tfc(got[Slice(kind + "tf", lo, hi)], norm, docs)))
+        return out
+
+
+class ShardIvf(ivf.Ivf):
+    """An Ivf that reports the bytes its FAISS inverted lists hold (`grew(delta)`, for the
+    cache's bound) and, given a ranged reader, fetches every list one `ensure` adds in one
+    round of GETs (not kept in the RangeCache's memory: FAISS holds them)."""
+
+    def __init__(
+        self,
+        arrays: Mapping[str, Any],
+        dim: int,
+        grew: Callable[[int], None],
+        npz: RangedNpz | None = None,
+    ) -> None:
+        self._npz, self._grew, self._held = npz, grew, 0
+        self._batch: dict[int, tuple[Any, Any]] = {}
+        self._count_lock = threading.Lock()
+        super().__init__(arrays, dim, lists=None if npz is None else self._fetched)
+        self._sizes = np.diff(self.offsets)
+        self._entry = int(self.index.code_size) + LIST_ID_BYTES
+
+    @property
+    def nbytes(self) -> int:
+        return self._held
+
+    def ensure(self, list_nos: Any) -> None:
+        wanted = np.unique(np.asarray(list_nos, np.int64))
+        wanted = wanted[(wanted >= 0) & (wanted < self.nlist)]
+        wanted = wanted[~self._have[wanted]]
+        if not len(wanted):
+            return
+        if self._npz is not None:
+            self._prefetch(wanted)
+        try:
+            super().ensure(wanted)
+        finally:
+            with self._count_lock:
+                for no in wanted.tolist():
+                    self._batch.pop(no, None)
+                held = int(self._sizes[self._have].sum()) * self._entry
+                delta, self._held = held - self._held, held
+        if delta:
+            self._grew(delta)
+
+    def _slices(self, nos: Any) -> list[Slice]:
+        spans = zip(self.offsets[nos].tolist(), self.offsets[nos + 1].tolist(), strict=True)
+        return [Slice(n, lo, hi) for lo, hi in spans for n in ("ivf_rows", "ivf_codes")]
+
+    def _prefetch(self, nos: Any) -> None:
+        assert self._npz is not None
+        got = self._npz.many(self._slices(nos), memory=False)
+        with self._count_lock:
+            for i, no in enumerate(nos.tolist()):
+                self._batch[no] = (got[2 * i], got[2 * i + 1])
+
+    def _fetched(self, no: int) -> tuple[Any, Any]:
+        with self._count_lock:
+            got = self._batch.pop(no, None)
+        if got is None:  # another thread's ensure took it: read it again
+            assert self._npz is not None
+            rows, codes = self._npz.many(self._slices(np.array([no])), memory=False)
+            got = rows, codes
+        rows, codes = got
+        size = self.index.code_size
+        key = self._npz.key if self._npz else "ivf"
+        if codes.ndim != 2 or codes.shape[1] != size or len(codes) != len(rows):
+            raise bad(key, f"list {no}'s codes are not {len(rows)} x {size} bytes")
+        if len(rows) and (rows.min() < 0 or rows.max() >= int(self.offsets[-1])):
+            raise bad(key, f"list {no} names no vector row")
+        return rows, codes

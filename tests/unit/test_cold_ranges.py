@@ -1,0 +1,258 @@
+"""A cold search opens big sealed shards by byte ranges and reads only what it needs
+(docs/decisions/1306): same results as whole shards, a small share of the objects' bytes on the
+local store and on S3, nothing more when warm, a bounded cache, clear errors for bad objects."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+from moto import mock_aws
+
+from memlake.config import Settings
+from memlake.context import Principal
+from memlake.errors import CorruptObject
+from memlake.lake import Lake, Transaction
+from memlake.search import cache, index, ivf, passages
+from memlake.search import shards as layout
+from memlake.search.embedding import Searcher
+from memlake.search.query import SearchParams, search
+from memlake.store.local import LocalStore
+from memlake.store.s3 import S3Store
+from tests.integration.test_search_index import HashEmbedder, T, state
+from tests.support.counting import CountingStore
+from tests.wiring import bare_lake, indexed_context
+
+WORDS = [f"w{i}" for i in range(400)]
+EPISODES = 136
+DIM = 384  # real MiniLM width: eager per-row arrays are small next to the vectors
+
+
+def _content(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(150))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A lake of 136 episodes x ~5 passages in shards of 128 / 8 episodes, the sealed one with
+    an IVF of 32 rows a list; constants shrunk so the shard counts as big."""
+    root = tmp_path_factory.mktemp("cold")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(layout, "TAIL_DOCS", 8)
+        mp.setattr(layout, "FANOUT", 4)
+        mp.setattr(passages, "CHAR_WINDOW", 160)  # ~5 passages an episode
+        mp.setattr(ivf, "IVF_MIN_ROWS", 256)
+        mp.setattr(ivf, "ROWS_PER_LIST", 32)
+        mp.setattr(ivf, "NPROBE", 2)
+        mp.setattr(ivf, "EXACT_BELOW", 0)
+        mp.setattr(index, "ROWS_PER_DOC_WANTED", 1)
+        mp.setattr(cache, "LAZY_MIN_BYTES", 256 << 10)
+        mp.setattr(cache, "LAZY_GAP", 1 << 10)  # scaled down with the shards
+        emb = HashEmbedder(dim=DIM)
+        lake = bare_lake(LocalStore(root), dim=DIM)
+        ctx = indexed_context(Principal(T), lake, Settings(data_dir=root), emb)
+        rng = random.Random(5)
+        ids = []
+        for i in range(EPISODES):
+            row = {"id": f"ep{i:03d}", "content": _content(rng), "context": f"c{i % 3}"}
+            row["created_at"] = None
+
+            def change(txn: Transaction, row: dict[str, Any] = row) -> None:
+                txn.put("episodes", row)
+
+            lake.commit(T, change)
+            ids.append(row["id"])
+        yield {"root": root, "lake": lake, "emb": emb, "ids": ids, "ctx": ctx}
+
+
+def _searcher(emb: HashEmbedder, max_bytes: int = 1 << 30) -> Searcher:
+    return Searcher(Settings(), embedder=emb, cache_bytes=max_bytes, reranker=None)
+
+
+def _run(lake: Lake, searcher: Searcher, query: str, **kw: Any) -> list[tuple[Any, ...]]:
+    params = SearchParams(candidates=5)
+    hits = search(lake, searcher, T, query=query, limit=5, recency=False, params=params, **kw)
+    return [(h.id, h.score, h.breakdown, h.passage) for h in hits]
+
+
+def _lazy_infos(lake: Lake) -> list[layout.ShardInfo]:
+    return [s for s in state(lake).shards if cache.lazy(s)]
+
+
+def test_the_layout_has_big_sealed_shards_with_an_ivf(built: dict[str, Any]) -> None:
+    infos = state(built["lake"]).shards
+    assert [s.docs for s in infos] == [128, 8]
+    big = _lazy_infos(built["lake"])
+    assert len(big) == 1 and all(s.format == 3 and s.chunks >= ivf.IVF_MIN_ROWS for s in big)
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"context": "c1"}, {"allowed_ids": "every third"}, {"start": "mid"}, {"dead": True}],
+)
+def test_a_ranged_search_finds_exactly_what_a_whole_one_finds(
+    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any]
+) -> None:
+    lake, emb, ids = built["lake"], built["emb"], built["ids"]
+    kw: dict[str, Any] = {}
+    if "context" in filters:
+        kw["context"] = filters["context"]
+    if "allowed_ids" in filters:
+        kw["allowed_ids"] = set(ids[::3])
+    if "start" in filters:
+        mid = state(lake).shards[0].time  # from within the big shard's time range
+        kw["start"] = datetime.fromtimestamp((mid[0] + mid[1]) / 2e6, UTC)
+    if "dead" in filters:  # a copy of the lake in which some sealed episodes are deleted
+        lake = _with_deletes(built, monkeypatch)
+    queries = [" ".join(random.Random(i).sample(WORDS[:60], 3)) for i in range(12)]
+    queries += ["w1", "w399 w398", "nothing-matches"]
+    ranged, whole = _searcher(emb), _searcher(emb)
+    for q in queries:
+        got = _run(lake, ranged, q, **kw)
+        with monkeypatch.context() as mp:
+            mp.setattr(cache, "LAZY_MIN_BYTES", 1 << 40)
+            want = _run(lake, whole, q, **kw)
+        assert whole.shards.last.ranged == 0
+        assert got == want
+    assert any(s.lazy for s in ranged.shards._items.values())
+    assert not any(s.lazy for s in whole.shards._items.values())
+
+
+def _with_deletes(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Lake:
+    monkeypatch.setattr(layout, "TAIL_DOCS", 8)
+    monkeypatch.setattr(layout, "FANOUT", 4)
+    monkeypatch.setattr(layout, "DEAD_FRACTION", 1.0)  # keep the sealed shards (dead rows)
+    root = built["root"].parent / "with-deletes"
+    if not root.exists():
+        _copy(LocalStore(built["root"]), LocalStore(root))
+        lake = bare_lake(LocalStore(root), dim=DIM)
+        indexed_context(Principal(T), lake, Settings(data_dir=root), built["emb"])
+        for eid in built["ids"][1:40:4]:
+            lake.commit(T, lambda txn, eid=eid: txn.delete("episodes", eid))
+    lake = bare_lake(LocalStore(root), dim=DIM)
+    assert any(s.dead for s in _lazy_infos(lake))
+    return lake
+
+
+def _copy(src: Any, dst: Any) -> None:
+    for obj in src.list(""):
+        dst.put(obj.key, src.get(obj.key))
+
+
+class KeyedStore(CountingStore):
+    """Counts requests, and bytes per key read by whole GETs and by range GETs."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.whole: Counter[str] = Counter()
+        self.ranged: Counter[str] = Counter()
+        self.ranged_requests: Counter[str] = Counter()
+
+    def get(self, key: str) -> bytes:
+        data = super().get(key)
+        self.whole[key] += len(data)
+        return data
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        data = super().get_range(key, start, end)
+        self.ranged[key] += len(data)
+        self.ranged_requests[key] += 1
+        return data
+
+    def clear(self) -> dict[str, Any]:
+        out = {"counts": self.reset(), "whole": self.whole, "ranged": self.ranged}
+        out["ranged_requests"] = self.ranged_requests
+        self.whole, self.ranged, self.ranged_requests = Counter(), Counter(), Counter()
+        return out
+
+
+def _cold_reads(store: KeyedStore, emb: HashEmbedder, query: str) -> dict[str, Any]:
+    """One cold search (a fresh lake and searcher on `store`), then the same search warm."""
+    lake = bare_lake(store, dim=DIM)
+    searcher = _searcher(emb)
+    infos = _lazy_infos(lake)
+    store.clear()
+    hits = _run(lake, searcher, query)
+    cold = store.clear()
+    assert _run(lake, searcher, query) == hits
+    return {"cold": cold, "warm": store.clear(), "hits": hits, "infos": infos}
+
+
+def _check_budget(got: dict[str, Any]) -> None:
+    infos, cold, warm = got["infos"], got["cold"], got["warm"]
+    keys = {s.key for s in infos}
+    object_bytes = sum(s.bytes for s in infos)
+    vector_bytes = sum(s.chunks * DIM * 4 for s in infos)
+    ranged = sum(cold["ranged"][k] for k in keys)
+    assert got["hits"]
+    assert not keys & set(cold["whole"])  # no big shard is read whole
+    assert cold["counts"]["head"] == warm["counts"]["head"]  # sizes come from the manifest
+    assert 0 < ranged < 0.15 * vector_bytes < object_bytes
+    # per big shard: the tail, the eager round, postings, probed lists, re-score rows
+    assert all(0 < cold["ranged_requests"][k] <= 40 for k in keys)
+    assert not warm["ranged"] and not keys & set(warm["whole"])  # warm: no shard bytes
+
+
+def test_a_cold_search_on_the_local_store_reads_only_what_it_needs(
+    built: dict[str, Any],
+) -> None:
+    _check_budget(_cold_reads(KeyedStore(LocalStore(built["root"])), built["emb"], QUERY))
+
+
+QUERY = "w3 w17 w250"
+
+
+def test_a_cold_search_on_s3_reads_only_probed_lists_and_query_postings(
+    built: dict[str, Any],
+) -> None:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="cold")
+        s3 = S3Store("cold", client=client)
+        _copy(LocalStore(built["root"]), s3)
+        got = _cold_reads(KeyedStore(s3), built["emb"], QUERY)
+        _check_budget(got)
+        local = _cold_reads(KeyedStore(LocalStore(built["root"])), built["emb"], QUERY)
+        assert got["hits"] == local["hits"]
+
+
+def test_the_cache_counts_faiss_lists_and_stays_in_its_budget(built: dict[str, Any]) -> None:
+    lake, emb = built["lake"], built["emb"]
+    searcher = _searcher(emb)
+    _run(lake, searcher, "w5")
+    shards = searcher.shards
+    big = [s for s in shards._items.values() if s.lazy]
+    before = [s.nbytes for s in big]
+    _run(lake, searcher, "w5 w6 w7 w300")  # more lists probed: FAISS holds their codes
+    grown = [s.nbytes - b for s, b in zip(big, before, strict=True)]
+    held = [s._ivf.nbytes if s._ivf is not None else 0 for s in big]  # type: ignore[attr-defined]
+    assert all(g > 0 for g in grown) and sum(held) >= sum(grown)
+    assert shards._bytes == sum(s.nbytes for s in shards._items.values())
+    one = max(s.nbytes for s in big)
+    tight = _searcher(emb, max_bytes=int(one * 1.6 / (1 - cache.RANGE_SHARE)))
+    for q in ("w5", "w9 w10", "w11 w300", "w5"):
+        _run(lake, tight, q)
+        assert tight.shards._bytes <= tight.shards.max_bytes or len(tight.shards._items) == 1
+        assert tight.shards.ranges.nbytes <= tight.shards.ranges.max_bytes
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_damaged_shard_object_is_a_clear_error(
+    built: dict[str, Any], tmp_path: Path, damage: str
+) -> None:
+    store = LocalStore(tmp_path)
+    _copy(LocalStore(built["root"]), store)
+    lake = bare_lake(store, dim=DIM)
+    victim = _lazy_infos(lake)[0].key
+    data = store.get(victim)
+    bad = data[: len(data) // 2] if damage == "truncated" else np.random.bytes(len(data))
+    store.put(victim, bad)
+    with pytest.raises(CorruptObject, match="not a readable .npz"):
+        _run(lake, _searcher(built["emb"]), "w3 w4")
