@@ -76,6 +76,9 @@ def run(root: Path, cold_n: int, warm_n: int) -> dict[str, Any]:
         reads.append(store.bytes_read)
         requests.append(sum(store.counts.values()))
         ranged.append(store.counts["get_range"])
+        t0 = time.perf_counter()
+        ctx.services.search.shards.wait_promotions()  # not overlapping the next cold search
+        promote_s = time.perf_counter() - t0
     shards = ctx.lake.snapshot(TENANT).extra["search"]["shards"]
     vector_bytes = sum(s["chunks"] for s in shards) * 384 * 4
     warm = []
@@ -96,6 +99,7 @@ def run(root: Path, cold_n: int, warm_n: int) -> dict[str, Any]:
         "of_vector_bytes": round(statistics.median(reads) / vector_bytes, 3),
         "cold_requests": statistics.median(requests),
         "cold_range_gets": statistics.median(ranged),
+        "promotion_wait_s": round(promote_s, 1),
         "warm_p50_ms": round(statistics.median(warm), 1),
         "rss_MB": rss,
         "shards": len(shards),
@@ -111,12 +115,19 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20)
     parser.add_argument("--cold", type=int, default=5)
     parser.add_argument("--warm", type=int, default=100)
+    parser.add_argument(
+        "--no-promote", action="store_true", help="keep ranged shards ranged (cache.PROMOTE off)"
+    )
     args = parser.parse_args()
     if args.mode == "build":
         args.root.mkdir(parents=True, exist_ok=True)
         build(args.root, args.size, args.chunks)
     else:
-        print(json.dumps(run(args.root, args.cold, args.warm)))
+        if args.no_promote:
+            from memlake.search import cache
+
+            cache.PROMOTE = False
+        print(json.dumps(run(args.root, args.cold, args.warm) | {"promote": not args.no_promote}))
 
 
 if __name__ == "__main__":

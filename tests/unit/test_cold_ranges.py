@@ -72,6 +72,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"root": root, "lake": lake, "emb": emb, "ids": ids, "ctx": ctx}
 
 
+@pytest.fixture(autouse=True)
+def _ranged_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests look at ranged shards: no background promotion to whole ones (tested last)."""
+    monkeypatch.setattr(cache, "PROMOTE", False)
+
+
 def _searcher(emb: HashEmbedder, max_bytes: int = 1 << 30) -> Searcher:
     return Searcher(Settings(), embedder=emb, cache_bytes=max_bytes, reranker=None)
 
@@ -256,3 +262,54 @@ def test_a_damaged_shard_object_is_a_clear_error(
     store.put(victim, bad)
     with pytest.raises(CorruptObject, match="not a readable .npz"):
         _run(lake, _searcher(built["emb"]), "w3 w4")
+
+
+def test_a_tenant_that_fits_is_promoted_to_whole_shards_in_the_background(
+    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranged shards cost every new query its re-score rows and postings; when all the shards a
+    search touched fit the budget they are fetched whole once, in the background, and later
+    searches read nothing and find the same."""
+    monkeypatch.setattr(cache, "PROMOTE", True)
+    store = KeyedStore(LocalStore(built["root"]))
+    lake = bare_lake(store, dim=DIM)
+    searcher = _searcher(built["emb"])
+    keys = {s.key for s in _lazy_infos(lake)}
+    first = _run(lake, searcher, QUERY)
+    searcher.shards.wait_promotions()
+    assert not any(s.lazy for s in searcher.shards._items.values())
+    assert keys <= set(store.clear()["whole"])  # each fetched whole once
+    for query in (QUERY, "w5 w6", "w11 w300"):
+        got = _run(lake, searcher, query)
+        if query == QUERY:
+            assert got == first
+    reads = store.clear()
+    assert not reads["ranged"] and not keys & set(reads["whole"])
+    assert searcher.shards._bytes == sum(s.nbytes for s in searcher.shards._items.values())
+
+
+def test_a_tenant_that_does_not_fit_stays_ranged(
+    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "PROMOTE", True)
+    store = KeyedStore(LocalStore(built["root"]))
+    lake = bare_lake(store, dim=DIM)
+    total = sum(s.bytes for s in state(lake).shards)
+    searcher = _searcher(built["emb"], max_bytes=int(total / (1 - cache.RANGE_SHARE)))
+    _run(lake, searcher, QUERY)  # all of it would take over PROMOTE_SHARE of the budget
+    searcher.shards.wait_promotions()
+    assert any(s.lazy for s in searcher.shards._items.values())
+    assert not {s.key for s in _lazy_infos(lake)} & set(store.clear()["whole"])
+
+
+def test_shards_loaded_in_parallel_are_not_fetched_twice_when_the_cache_is_small(
+    built: dict[str, Any],
+) -> None:
+    """A search over more shards than the cache holds used to fetch the evicted ones again."""
+    store = CountingStore(LocalStore(built["root"]))
+    lake = bare_lake(store, dim=DIM)
+    infos = state(lake).shards
+    tiny = cache.ShardCache(max_bytes=1)
+    store.reset()
+    tiny.load_many(store, [s.key for s in infos])  # writers' path: whole shards
+    assert store.counts["get"] == len(infos)

@@ -11,6 +11,12 @@ HEAD), and its ranges cached in `ranges` (a RangeCache: memory and the same dire
 budget bounds both: the RangeCache gets RANGE_SHARE of `max_bytes`, the shards the rest, and a
 shard's bytes include what FAISS builds for it later (lists a search added, a flat index), so
 the bound stays honest as searches warm a shard up. Writers (no infos) always get whole shards.
+
+Ranged reads make a cold search cheap but cost every new query its re-score rows and postings
+(warm p50 at 10k x 20 rose from ~15 to ~47 ms). So when everything a search touched fits the
+shard budget (`PROMOTE`, measured in decision 1306), its ranged shards are fetched whole in the
+background and replace the ranged ones: a tenant that fits memory is searched from memory, one
+that does not stays ranged and bounded (no churn: a set that does not fit is never promoted).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +51,11 @@ LAZY_MIN_BYTES = 4 << 20
 LAZY_GAP = 16 << 10
 #: the share of the memory budget the RangeCache gets (postings and re-score rows)
 RANGE_SHARE = 0.25
+#: fetch ranged shards whole in the background (once per key, one at a time) when all the
+#: shards a search touched take at most PROMOTE_SHARE of the shard budget (a whole shard grows
+#: by its FAISS lists, up to a fifth of its vector bytes, as searches probe them)
+PROMOTE = True
+PROMOTE_SHARE = 0.7
 
 
 def lazy(info: ShardInfo) -> bool:
@@ -73,6 +84,8 @@ class ShardCache:
         self._bytes = 0
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._promoting: dict[str, Future[None]] = {}
+        self._promoter: ThreadPoolExecutor | None = None
         self.last = LoadStats()
 
     @property
@@ -189,6 +202,11 @@ class ShardCache:
             self.add(key, shard)
         return shard
 
+    def _threads(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="memlake-shard")
+        return self._pool
+
     def load_many(
         self, store: ObjectStore, keys: Sequence[str], infos: Sequence[ShardInfo] | None = None
     ) -> list[Shard]:
@@ -198,11 +216,48 @@ class ShardCache:
         stats = LoadStats()
         given: Sequence[ShardInfo | None] = infos if infos is not None else [None] * len(keys)
         pairs = list(zip(keys, given, strict=True))
+        loaded: dict[str, Shard] = {}
         missing = [(k, i) for k, i in pairs if self.cached(k) is None]
-        if len(missing) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="memlake-shard")
-            list(self._pool.map(lambda p: self._load(store, p[0], stats, p[1]), missing))
-        out = [self._load(store, k, stats, i) for k, i in pairs]
+        if len(missing) > 1:  # in parallel; kept here, so an eviction cannot refetch them
+            shards = self._threads().map(lambda p: self._load(store, p[0], stats, p[1]), missing)
+            loaded = {k: s for (k, _), s in zip(missing, shards, strict=True)}
+        out = [loaded.get(k) or self._load(store, k, stats, i) for k, i in pairs]
         self.last = stats
         return out
+
+    def promote(self, store: ObjectStore, infos: Sequence[ShardInfo]) -> None:
+        """After a search over `infos`: fetch its ranged shards whole in the background when all
+        of them fit (PROMOTE_SHARE of the budget). Called once the search has its answer, so
+        the fetch does not compete with it."""
+        if not PROMOTE or sum(i.bytes for i in infos) > PROMOTE_SHARE * self.max_bytes:
+            return
+        ranged = [i.key for i in infos if (s := self.cached(i.key)) is not None and s.lazy]
+        if not ranged:
+            return
+        with self._lock:
+            if self._promoter is None:  # one at a time: searches keep the loading threads
+                self._promoter = ThreadPoolExecutor(1, thread_name_prefix="memlake-promote")
+            for key in ranged:
+                if key not in self._promoting:
+                    self._promoting[key] = self._promoter.submit(self._swap_whole, store, key)
+
+    def _swap_whole(self, store: ObjectStore, key: str) -> None:
+        try:
+            whole = self._load(store, key, LoadStats())  # no info: whole (disk, then store)
+        except Exception:  # a failed promotion only keeps the ranged shard (not retried)
+            return
+        with self._lock:
+            old = self._items.get(key)
+            if old is not None and old.lazy:
+                self._bytes -= self._sizes[key]
+                self._items[key] = whole
+                self._sizes[key] = whole.nbytes
+                self._bytes += whole.nbytes
+                whole.on_grow = lambda s: self._grown(key, s)
+                self._evict()
+
+    def wait_promotions(self) -> None:
+        """Block until the background promotions started so far are done (tests, benches)."""
+        with self._lock:
+            pending = list(self._promoting.values())
+        wait(pending)

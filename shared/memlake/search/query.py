@@ -163,6 +163,7 @@ def search(
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
+    searcher.shards.promote(lake.store, infos)  # whole shards later, if the tenant fits (1306)
     reranker = searcher.reranker  # the reranking stage (memlake.search.rerank, decision 1210)
     if reranker is None:
         return _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
