@@ -3,7 +3,8 @@
 Plan of one search: the newest manifest (one request when warm), the shards whose time range
 and contexts can match (loaded in parallel, only those not cached), then per shard a BM25 top-k'
 and a vector top-k' with every row filter (context, time range, dead rows, allowed ids) applied
-inside the search as a mask; the per-shard lists merge into one list per retriever (BM25 scores
+inside the search as a mask (the shards' IVF lists probed are planned across them first,
+decision 1303); the per-shard lists merge into one list per retriever (BM25 scores
 use idf over all searched shards, cosines are comparable as they are), fusion, an optional
 recency boost, and the full rows of the final hits from the episodes table.
 
