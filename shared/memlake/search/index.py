@@ -36,8 +36,8 @@ ivf_codes: memlake.search.ivf); a format-2 shard still loads and searches, and t
 rebuilds it in format 3 from its stored vectors.
 
 Vectors: inner product over unit vectors, i.e. cosine. A shard with the IVF index probes
-ivf.NPROBE lists or those a search planned across shards (decision 1303), more when they
-hold too few allowed rows (a filter leaving few rows scans them exactly); one without it, of fewer than SQ8_MIN_ROWS rows, is scanned exactly (FAISS
+ivf.NPROBE lists (more when they hold too few allowed rows; a filter leaving few rows scans
+them exactly); one without it, of fewer than SQ8_MIN_ROWS rows, is scanned exactly (FAISS
 IndexFlatIP), a bigger one scans 8-bit codes built when first searched (decision 1202). Codes
 give candidates only: RESCORE times the rows wanted are re-scored exactly from the float32
 vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301). Filters are a
