@@ -15,6 +15,14 @@ questions. Each part is optional (0 / empty skips it):
 - `--shards`: that many 4,096-episode shards (one per tier-2 merge, 81,920 rows each) built
   with the module's constants; per nprobe the p50 of the summed vector_top over every shard
   (the search's vector part), its per-shard p50, and recall@10 of the merged top 10.
+- `--plan`: the same shards (`--corpus iid`: every shard drawn alike, the plan's worst case;
+  `drift`: shard i's episodes from a sliding window of real sessions, topics drifting over
+  time as a tenant's do), each query's variants interleaved in one run: every shard probing
+  its own `--nprobe` lists, and the probe plan across shards (ivf.plan_probes, decision 1303)
+  for each `--per-shard` (lists per shard on average: the budget) x `--most`: p50 of the
+  whole vector part (plan included), recall@10, lists probed, shards skipped, and the exact
+  top-10 docs in skipped shards.
+  `--cache DIR` keeps the built shards between runs.
 - `--filters`: on the first shard, vector_top p50 with a doc filter allowing that share of
   docs, scanned through the IVF (probes widened as needed) and exactly (ivf.EXACT_BELOW).
 """
@@ -22,6 +30,7 @@ questions. Each part is optional (0 / empty skips it):
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Callable
@@ -40,6 +49,7 @@ from tests.bench import vectors  # noqa: E402
 
 PER = 20  # passages (vector rows) per episode
 CAND = 30  # SearchParams.candidates: docs asked per shard
+Plan = tuple[int, int]  # lists per shard, most of one shard (ivf.plan_probes)
 
 
 def make_shard(x: np.ndarray) -> tuple[Shard, float, float]:
@@ -120,6 +130,11 @@ def main() -> None:
     parser.add_argument("--nprobe", type=int, nargs="+", default=[8, 16, 32, 64])
     parser.add_argument("--filters", type=float, nargs="*", default=[0.01, 0.02, 0.05, 0.2])
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--plan", action="store_true")
+    parser.add_argument("--corpus", choices=("iid", "drift"), default="iid")
+    parser.add_argument("--per-shard", type=int, nargs="*", default=[16, 24, 32, 40, 48, 56])
+    parser.add_argument("--most", type=int, nargs="*", default=[64, 128])
+    parser.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args()
     real = vectors.real()
     qs = vectors.queries(real, args.queries)
@@ -165,15 +180,13 @@ def main() -> None:
         ivf.ROWS_PER_LIST = default
 
     if args.shards:
-        shards: list[Shard] = []
-        for i in range(args.shards):
-            x = vectors.passages(real, 4096, PER, seed=100 + i)
-            shards.append(make_shard(x)[0])
-            del x
+        shards = corpus_shards(real, args.shards, args.corpus, args.cache)
         total = sum(len(s.vectors) for s in shards)
-        print(f"\n{args.shards} shards, {total} rows", flush=True)
+        print(f"\n{args.shards} shards ({args.corpus}), {total} rows", flush=True)
         truth = exact_top([s.vectors for s in shards], qs)
-        for nprobe in args.nprobe:
+        if args.plan:
+            plan_grid(shards, qs, truth, args)
+        for nprobe in args.nprobe if not args.plan else []:
             old = with_nprobe(nprobe)
             ms, found = p50(lambda q: merged(shards, q), qs)
             one, _ = p50(lambda q: shards[0].vector_top(q, None, CAND), qs)
@@ -196,6 +209,133 @@ def main() -> None:
             ivf.EXACT_BELOW = old
             cells.append(f"{label} {ms:.2f} ms")
         print(f"filter {share:.1%} of docs ({rows} rows): " + ", ".join(cells), flush=True)
+
+
+def corpus_shards(real: Any, n: int, kind: str, cache: Path | None) -> list[Shard]:
+    """n shards of 4,096 episodes: drawn alike (iid) or from drifting session windows."""
+    out = []
+    for i in range(n):
+        path = None if cache is None else cache / f"{kind}-{i}.npz"
+        if path is not None and path.exists():
+            out.append(Shard.from_bytes(path.read_bytes()))
+            continue
+        source = real
+        if kind == "drift":  # a window of a sixth of the sessions, sliding over them
+            g = len(real.groups)
+            lo = i * (g - g // 6) // max(1, n - 1)
+            source = vectors.Real(real.passages, real.groups[lo : lo + g // 6], real.queries)
+        x = vectors.passages(source, 4096, PER, seed=100 + i)
+        shard = make_shard(x)[0]
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sink = io.BytesIO()
+            np.savez(sink, **_saved(shard))
+            path.write_bytes(sink.getvalue())
+        out.append(shard)
+        del x
+    return out
+
+
+def _saved(shard: Shard) -> dict[str, Any]:
+    """A loaded shard's arrays again (format 3), to cache it."""
+    held = shard.ivf_index()
+    assert held is not None
+    out = {**_arrays(shard), "header": _header(3), **held._arrays}
+    return out
+
+
+def plan_vector_part(shards: list[Shard], q: np.ndarray, plan: Plan | None) -> Any:
+    """The search's vector part: (merged top 10, lists probed, shards skipped); `plan` is
+    (lists per shard, most) of the probe plan, None: every shard its own ivf.NPROBE lists."""
+    probes: list[Any] = [None] * len(shards)
+    if plan is not None:
+        ivfs: Any = [s.ivf_index() for s in shards]
+        per, most = plan
+        probes = ivf.plan_probes(ivfs, q.reshape(1, -1), per * len(shards), 0, most)
+    docs, scores, lists, skipped, start = [], [], 0, [], 0
+    for no, (s, p) in enumerate(zip(shards, probes, strict=True)):
+        if p is not None and not len(p):
+            skipped.append(no)
+        else:
+            d, sc, _, _ = s.vector_top(q, None, CAND, p)
+            docs.append(d + start)
+            scores.append(sc)
+            lists += ivf.NPROBE if p is None else len(p)
+        start += s.n
+    d, sc = np.concatenate(docs), np.concatenate(scores)
+    return set(d[np.argsort(-sc)[:10]].tolist()), lists, skipped
+
+
+def gap_report(shards: list[Shard], qs: np.ndarray, truth: list[set[int]]) -> None:
+    """How far below the best centroid (over all shards) the lists holding the exact top-10
+    rows score, and their rank among all lists: what a score margin or a budget must cover."""
+    starts = np.cumsum([0] + [s.n for s in shards])
+    owner = []
+    for s in shards:
+        held: Any = s.ivf_index()
+        of = np.empty(len(s.vectors), np.int64)
+        of[held._arrays["ivf_rows"]] = np.repeat(np.arange(held.nlist), np.diff(held.offsets))
+        owner.append(of)
+    gaps, ranks = [], []
+    for q, docs in zip(qs, truth, strict=True):
+        cents = [s.ivf_index().centroids @ q for s in shards]  # type: ignore[union-attr]
+        every = np.sort(np.concatenate(cents))[::-1]
+        for g in docs:
+            no = int(np.searchsorted(starts, g, side="right") - 1)
+            d, s = g - starts[no], shards[no]
+            rows = np.arange(d * PER, (d + 1) * PER)
+            row = rows[np.argmax(s.vectors[rows] @ q)]
+            score = cents[no][owner[no][row]]
+            gaps.append(every[0] - score)
+            ranks.append(int((every > score).sum()) + 1)
+    pct = (50, 90, 99, 100)
+    print(
+        "lists holding the exact top-10 rows: gap below the best centroid "
+        + ", ".join(f"p{p} {np.percentile(gaps, p):.3f}" for p in pct)
+        + "; global rank "
+        + ", ".join(f"p{p} {np.percentile(ranks, p):.0f}" for p in pct),
+        flush=True,
+    )
+
+
+def plan_grid(shards: list[Shard], qs: np.ndarray, truth: list[set[int]], args: Any) -> None:
+    gap_report(shards, qs, truth)
+    variants: list[tuple[str, int, Plan | None]] = [
+        (f"own nprobe {n}", n, None) for n in args.nprobe
+    ]
+    variants += [
+        (f"plan {b}/shard most {m}", ivf.NPROBE, (b, m)) for b in args.per_shard for m in args.most
+    ]
+    starts = np.cumsum([0] + [s.n for s in shards])
+    times: dict[str, list[float]] = {v[0]: [] for v in variants}
+    found: dict[str, list[set[int]]] = {v[0]: [] for v in variants}
+    lists: dict[str, list[int]] = {v[0]: [] for v in variants}
+    lost: dict[str, list[int]] = {v[0]: [] for v in variants}
+    skips: dict[str, list[int]] = {v[0]: [] for v in variants}
+    for j, q in enumerate(np.concatenate([qs[:5], qs])):
+        for turn in range(len(variants)):  # rotated: no variant always runs first
+            name, nprobe, plan = variants[(j + turn) % len(variants)]
+            old = with_nprobe(nprobe)
+            t = time.perf_counter()
+            top, probed, skipped = plan_vector_part(shards, q, plan)
+            took = time.perf_counter() - t
+            ivf.NPROBE = old
+            if j < 5:
+                continue  # warm-up: lists added, faiss loaded
+            times[name].append(took)
+            found[name].append(top)
+            lists[name].append(probed)
+            skips[name].append(len(skipped))
+            shard_of = np.searchsorted(starts, list(truth[j - 5]), side="right") - 1
+            lost[name].append(int(np.isin(shard_of, skipped).sum()))
+    for name, *_ in variants:
+        print(
+            f"{name}: vector part p50 {np.median(times[name]) * 1e3:.1f} ms, recall@10 "
+            f"{recall(found[name], truth):.3f}, lists {np.mean(lists[name]):.0f}, shards "
+            f"skipped {np.mean(skips[name]):.1f}, top-10 docs in skipped shards "
+            f"{np.sum(lost[name])} of {10 * len(truth)}",
+            flush=True,
+        )
 
 
 def _arrays(shard: Shard) -> dict[str, Any]:

@@ -223,6 +223,10 @@ class Shard(Bm25Postings):
                     self._ivf = ShardIvf(self._ivf_arrays, self.dim, self._grew, self._npz)
         return self._ivf
 
+    def ivf_index(self) -> ivf.Ivf | None:
+        """The IVF index whose lists a search plans across shards (None: no IVF)."""
+        return self._ivf_index()
+
     def _ensure_lists(self, list_nos: Any) -> None:
         """Put these IVF lists in the index (the only way lists enter it)."""
         index = self._ivf_index()
@@ -240,7 +244,13 @@ class Shard(Bm25Postings):
         return self._faiss
 
     def _nearest(
-        self, q: F32, want: int, allowed: int, params: Any, rows_mask: Any
+        self,
+        q: F32,
+        want: int,
+        allowed: int,
+        params: Any,
+        rows_mask: Any,
+        probes: ivf.Probes | None = None,
     ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
         depth = min(allowed, want * RESCORE)
@@ -248,7 +258,7 @@ class Shard(Bm25Postings):
             ivf_index = self._ivf_index()
             assert ivf_index is not None
             sel = None if params is None else params.sel
-            return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel)
+            return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel, probes)
         index = self._index()
         if len(self.vectors) < SQ8_MIN_ROWS:
             dist, idx = index.search(q, want, params=params)
@@ -258,10 +268,16 @@ class Shard(Bm25Postings):
         return ivf.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
 
     def vector_top(
-        self, query: F32, mask: npt.NDArray[np.bool_] | None, k: int
+        self,
+        query: F32,
+        mask: npt.NDArray[np.bool_] | None,
+        k: int,
+        probes: ivf.Probes | None = None,
     ) -> tuple[I64, F32, F32, I64]:
         """(docs, best cosine, second-best cosine among the rows searched (0 when none), best
-        row's passage) of the k docs whose best row is closest to `query`, among `mask`."""
+        row's passage) of the k docs whose best row is closest to `query`, among `mask`.
+        `probes`: the IVF lists to probe, planned across shards (ivf.plan_probes; None: the
+        shard's own NPROBE nearest; ignored without an IVF index)."""
         m = len(self.vectors)
         empty = np.empty(0, np.int64), np.empty(0, np.float32)
         if m == 0 or k <= 0:
@@ -279,7 +295,7 @@ class Shard(Bm25Postings):
         # for more when they are not
         want = min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
         while True:
-            chunks, scores = self._nearest(q, want, allowed, params, chunk_mask)
+            chunks, scores = self._nearest(q, want, allowed, params, chunk_mask, probes)
             docs = self.chunk_doc[chunks].astype(np.int64)
             _, first = np.unique(docs, return_index=True)
             first.sort()  # first (best) row of each doc, in score order

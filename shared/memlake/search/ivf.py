@@ -19,7 +19,8 @@ their centroid): measured as good, and a list's codes do not depend on its centr
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +46,12 @@ TRAIN_PER_LIST = 16
 NITER = 4
 #: codes of residuals to the centroid (False: of the vectors; decision 1301)
 BY_RESIDUAL = False
+#: a search over n IVF shards probes the n x PLAN_PER_SHARD lists whose centroids are nearest
+#: to the query over all of them, each shard at least PLAN_LEAST and at most PLAN_MOST of its
+#: own (decision 1303); a shard with none of them is not searched
+PLAN_PER_SHARD = 56
+PLAN_LEAST = 0
+PLAN_MOST = 2 * NPROBE
 ARRAYS = ("ivf_centroids", "ivf_sq", "ivf_offsets", "ivf_rows", "ivf_codes")
 
 
@@ -88,6 +95,49 @@ def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Probes:
+    """The lists one shard probes, planned across shards: list numbers and their coarse inner
+    products with the query, both (1, n), best first (search_preassigned's input)."""
+
+    lists: I64
+    scores: F32
+
+    def __len__(self) -> int:
+        return int(self.lists.shape[1])
+
+
+def plan_probes(
+    ivfs: Sequence[Ivf],
+    q: F32,
+    budget: int | None = None,
+    least: int | None = None,
+    most: int | None = None,
+) -> list[Probes]:
+    """Which lists each of `ivfs` probes for `q` (1 x dim): one coarse step over every shard's
+    centroids, then the `budget` lists with the highest centroid scores over all shards, each
+    shard at least `least` and at most `most` of its best (defaults: PLAN_PER_SHARD per shard,
+    PLAN_LEAST, PLAN_MOST). A shard's plan is always its own best lists, so widening it is its
+    own coarse search; an empty plan means that no list of the shard is among the globally
+    best, so it holds the global top-k only with a small probability (decision 1303)."""
+    budget = PLAN_PER_SHARD * len(ivfs) if budget is None else budget
+    least = PLAN_LEAST if least is None else least
+    most = PLAN_MOST if most is None else most
+    scores = [index.centroids @ q[0] for index in ivfs]
+    every = np.concatenate(scores)
+    cut = -np.inf if budget > 0 else np.inf
+    if 0 < budget < len(every):
+        cut = every[np.argpartition(-every, budget - 1)[budget - 1]]  # the budget-th best
+    take = [int((s >= cut).sum()) for s in scores]
+    out = []
+    for s, n in zip(scores, take, strict=True):
+        n = min(len(s), max(least, min(most, n)))
+        best = np.argpartition(-s, n - 1)[:n] if 0 < n < len(s) else np.arange(n)
+        best = best[np.argsort(-s[best], kind="stable")]
+        out.append(Probes(best.astype(np.int64)[None], s[best].astype(np.float32)[None]))
+    return out
+
+
 class Ivf:
     """A loaded IVF index. `lists(i)` gives list i's (rows, codes); by default slices of the
     stored arrays, a ranged reader can pass its own."""
@@ -120,6 +170,11 @@ class Ivf:
         self._have = np.zeros(self.nlist, bool)
         self._lock = threading.Lock()
 
+    def _held(self, probes: Probes) -> int:
+        """Entries of the planned lists (allowed or not)."""
+        lists = probes.lists[0]
+        return int((self.offsets[lists + 1] - self.offsets[lists]).sum())
+
     def _slice(self, no: int) -> tuple[Any, Any]:
         lo, hi = int(self.offsets[no]), int(self.offsets[no + 1])
         return self._arrays["ivf_rows"][lo:hi], self._arrays["ivf_codes"][lo:hi]
@@ -145,12 +200,18 @@ class Ivf:
                     )
                 self._have[no] = True
 
-    def search(self, q: F32, k: int, nprobe: int, sel: Any = None) -> tuple[F32, I64]:
+    def search(
+        self, q: F32, k: int, nprobe: int, sel: Any = None, probes: Probes | None = None
+    ) -> tuple[F32, I64]:
         """The k best entries (approximate inner products, vector rows; -1 pads) among the
-        `nprobe` lists nearest to `q` (1 x dim) and the rows `sel` allows."""
+        `nprobe` lists nearest to `q` (1 x dim), or the planned `probes`, and the rows `sel`
+        allows."""
         import faiss
 
-        dq, iq = self.coarse.search(q, min(nprobe, self.nlist))
+        if probes is not None:
+            dq, iq = probes.scores, probes.lists
+        else:
+            dq, iq = self.coarse.search(q, min(nprobe, self.nlist))
         self.ensure(iq[0])
         params = faiss.SearchParametersIVF()
         params.nprobe = iq.shape[1]
@@ -165,23 +226,33 @@ class Ivf:
         return dist, idx
 
     def nearest(
-        self, q: F32, vectors: F32, want: int, depth: int, allowed: int, mask: Any, sel: Any
+        self,
+        q: F32,
+        vectors: F32,
+        want: int,
+        depth: int,
+        allowed: int,
+        mask: Any,
+        sel: Any,
+        probes: Probes | None = None,
     ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` among the `allowed` rows (`mask` / `sel`; None: all),
         best first, with exact cosines from `vectors`: `depth` candidates from the codes of the
-        probed lists, re-scored. When the probed lists hold fewer than `depth` allowed rows,
-        more lists are probed (up to all); a filter leaving at most EXACT_BELOW rows is
-        scanned exactly instead."""
+        probed lists (NPROBE nearest, or the planned `probes`), re-scored. When the probed
+        lists hold fewer than `depth` allowed rows, 4x more lists are probed (up to all); a
+        filter leaving at most EXACT_BELOW rows is scanned exactly instead."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
         else:
-            nprobe = NPROBE
+            nprobe = NPROBE if probes is None else len(probes)
+            if probes is not None and self._held(probes) < depth:
+                probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
             while True:
-                _, idx = self.search(q, depth, nprobe, sel)
+                _, idx = self.search(q, depth, nprobe, sel, probes)
                 rows = idx[0][idx[0] >= 0]
                 if len(rows) >= depth or nprobe >= self.nlist:
                     break
-                nprobe *= 4
+                probes, nprobe = None, max(1, 4 * nprobe)
         return rescored(rows, vectors, q, want)
 
 

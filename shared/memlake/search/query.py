@@ -3,7 +3,8 @@
 Plan of one search: the newest manifest (one request when warm), the shards whose time range
 and contexts can match (loaded in parallel, only those not cached), then per shard a BM25 top-k'
 and a vector top-k' with every row filter (context, time range, dead rows, allowed ids) applied
-inside the search as a mask; the per-shard lists merge into one list per retriever (BM25 scores
+inside the search as a mask (the shards' IVF lists probed are planned across them first,
+decision 1303); the per-shard lists merge into one list per retriever (BM25 scores
 use idf over all searched shards, cosines are comparable as they are), fusion, an optional
 recency boost, and the full rows of the final hits from the episodes table.
 
@@ -23,6 +24,7 @@ import numpy as np
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake
+from memlake.search import ivf
 from memlake.search.embedding import Searcher
 from memlake.search.fusion import (
     FusedHit,
@@ -33,11 +35,15 @@ from memlake.search.fusion import (
     normalise_scores,
     rrf_fuse,
 )
+from memlake.search.index import Shard
 from memlake.search.retrieve import Found, Ranked, bm25_shard, mask_of
 from memlake.search.shards import SearchState
 from memlake.search.text import unique_terms
 
 MAX_LIMIT = 50
+#: a shard joins the probe plan when its filter allows at least this share of its docs (dead
+#: rows only, say); a selective filter keeps the shard's own NPROBE lists (decision 1303)
+PLAN_ALLOWED = 0.9
 MAX_QUERY_CHARS = 2_000
 
 
@@ -146,16 +152,19 @@ def search(
     bm25_found, vec_found = Found(), Found()
     idf_list = idf.tolist()
     floor = params.cos_floor
-    for no, (shard, info, tids) in enumerate(zip(shards, infos, term_ids, strict=True)):
-        mask = mask_of(shard, info, context, s_us, e_us, allowed)
+    masks = [
+        mask_of(s, i, context, s_us, e_us, allowed) for s, i in zip(shards, infos, strict=True)
+    ]
+    plans = probe_plans(shards, masks, qvec) if qvec is not None else {}
+    for no, (shard, mask, tids) in enumerate(zip(shards, masks, term_ids, strict=True)):
         if mask is not None and not mask.any():
             continue
         if terms and any(t >= 0 for t in tids):
             got = bm25_shard(shard, tids, idf_list, total_idf, params, mask, cand)
             top, scores, which, best = got
             bm25_found.add(no, top, scores, scores, which, best)
-        if qvec is not None:
-            docs, sims, second, passages = shard.vector_top(qvec, mask, cand)
+        if qvec is not None and (no not in plans or len(plans[no])):
+            docs, sims, second, passages = shard.vector_top(qvec, mask, cand, plans.get(no))
             norm = cosine_score(sims, floor)
             if params.vec_agg == "top2":
                 norm = np.minimum(1.0, norm + params.agg_decay * cosine_score(second, floor))
@@ -172,6 +181,24 @@ def search(
     wanted = max(limit, searcher.settings.rerank_candidates)
     hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
     return rerank_search(hits, query, searcher, reranker)[:limit]
+
+
+def probe_plans(
+    shards: list[Shard], masks: list[np.ndarray | None], qvec: np.ndarray
+) -> dict[int, ivf.Probes]:
+    """The IVF lists each shard probes, planned over every IVF shard whose filter allows at
+    least PLAN_ALLOWED of its docs (ivf.plan_probes, decision 1303); the others, and a search
+    with one such shard, probe their own NPROBE nearest lists."""
+    planned = [
+        no
+        for no, (shard, mask) in enumerate(zip(shards, masks, strict=True))
+        if shard.ivf_index() is not None and (mask is None or mask.mean() >= PLAN_ALLOWED)
+    ]
+    if len(planned) < 2:
+        return {}
+    q = np.ascontiguousarray(np.reshape(qvec, (1, -1)), dtype=np.float32)
+    ivfs = [shards[no].ivf_index() for no in planned]
+    return dict(zip(planned, ivf.plan_probes([i for i in ivfs if i is not None], q), strict=True))
 
 
 def _fused(bm25: Ranked, vec: Ranked, params: SearchParams, total_idf: float) -> list[FusedHit]:
