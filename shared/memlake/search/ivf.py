@@ -170,7 +170,7 @@ class Ivf:
         self._have = np.zeros(self.nlist, bool)
         self._lock = threading.Lock()
 
-    def _held(self, probes: Probes) -> int:
+    def _planned_entries(self, probes: Probes) -> int:
         """Entries of the planned lists (allowed or not)."""
         lists = probes.lists[0]
         return int((self.offsets[lists + 1] - self.offsets[lists]).sum())
@@ -245,7 +245,7 @@ class Ivf:
             rows = np.flatnonzero(mask)
         else:
             nprobe = NPROBE if probes is None else len(probes)
-            if probes is not None and self._held(probes) < depth:
+            if probes is not None and self._planned_entries(probes) < depth:
                 probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
             while True:
                 _, idx = self.search(q, depth, nprobe, sel, probes)
