@@ -70,8 +70,14 @@ def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
     sample = min(rows, nlist * TRAIN_PER_LIST)
     pick = np.sort(rng.choice(rows, sample, replace=False)) if sample < rows else slice(None)
     x = np.ascontiguousarray(vectors, dtype=np.float32)
-    km = faiss.Kmeans(
-        dim, nlist, niter=NITER, spherical=True, seed=seed, max_points_per_centroid=10**9
+    km = faiss.Kmeans(  # the sample is small on purpose: no "please provide" warning per merge
+        dim,
+        nlist,
+        niter=NITER,
+        spherical=True,
+        seed=seed,
+        max_points_per_centroid=10**9,
+        min_points_per_centroid=1,
     )
     km.train(x[pick])
     centroids = np.ascontiguousarray(km.centroids, dtype=np.float32)
