@@ -22,7 +22,6 @@ that does not stays ranged and bounded (no churn: a set that does not fit is nev
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING
 from memlake.errors import CorruptObject
 from memlake.search.index import Shard
 from memlake.search.npz_format import bad
-from memlake.search.range_cache import RangeCache
+from memlake.search.range_cache import RangeCache, write_atomically
 from memlake.search.ranges import RangedNpz
 from memlake.store.base import ObjectStore
 
@@ -140,14 +139,11 @@ class ShardCache:
         path = self._disk_path(key)
         if path is None or path.exists():
             return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-            self._trim_disk()
-        except OSError:
-            pass  # a full /tmp only costs a later fetch
+        if write_atomically(path, data):
+            try:
+                self._trim_disk()
+            except OSError:
+                pass  # another process trimmed the same file first
 
     def _trim_disk(self) -> None:
         """Remove the least recently used files once the directory holds over DISK_BYTES."""

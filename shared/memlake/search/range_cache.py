@@ -23,6 +23,19 @@ DISK_BYTES = 256 << 20  # half of Lambda's default /tmp; ShardCache may use the 
 RangeKey = tuple[str, int, int]
 
 
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Write a cache file whole or not at all (a temp file renamed over it); False when the
+    directory cannot take it (a full /tmp only costs a later fetch)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        return False
+
+
 @dataclass
 class RangeStats:
     hits: int = 0  # ranges answered from memory
@@ -109,13 +122,8 @@ class RangeCache:
         path = self._disk_path(key)
         if path is None or path.exists():
             return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        except OSError:
-            return  # a full /tmp only costs a later fetch
+        if not write_atomically(path, data):
+            return
         with self._lock:
             over = self._disk_bytes is None or self._disk_bytes + len(data) > DISK_BYTES
             if not over and self._disk_bytes is not None:
