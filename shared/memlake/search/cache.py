@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from memlake.errors import CorruptObject
 from memlake.search.index import Shard
 from memlake.search.npz_format import bad
-from memlake.search.range_cache import RangeCache, write_atomically
+from memlake.search.range_cache import RangeCache, trim_dir, write_atomically
 from memlake.search.ranges import RangedNpz
 from memlake.store.base import ObjectStore
 
@@ -140,21 +140,7 @@ class ShardCache:
         if path is None or path.exists():
             return
         if write_atomically(path, data):
-            try:
-                self._trim_disk()
-            except OSError:
-                pass  # another process trimmed the same file first
-
-    def _trim_disk(self) -> None:
-        """Remove the least recently used files once the directory holds over DISK_BYTES."""
-        assert self.disk_dir is not None
-        files = [(p.stat(), p) for p in self.disk_dir.glob("*.npz")]
-        total = sum(st.st_size for st, _ in files)
-        for st, path in sorted(files, key=lambda f: f[0].st_atime):
-            if total <= DISK_BYTES:
-                break
-            path.unlink(missing_ok=True)
-            total -= st.st_size
+            trim_dir(path.parent, "*.npz", DISK_BYTES, by="st_atime")  # least recently read
 
     def _load(
         self, store: ObjectStore, key: str, stats: LoadStats, info: ShardInfo | None = None

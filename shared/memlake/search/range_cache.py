@@ -36,6 +36,24 @@ def write_atomically(path: Path, data: bytes) -> bool:
         return False
 
 
+def trim_dir(directory: Path, pattern: str, budget: int, by: str = "st_mtime") -> int:
+    """Remove the files matching `pattern` oldest first (by the stat field `by`) until they hold
+    at most `budget` bytes; their bytes left. Files another process removed are skipped."""
+    files = []
+    for p in directory.glob(pattern):
+        try:
+            files.append((p.stat(), p))
+        except OSError:
+            continue
+    total = sum(st.st_size for st, _ in files)
+    for st, path in sorted(files, key=lambda f: getattr(f[0], by)):
+        if total <= budget:
+            break
+        path.unlink(missing_ok=True)
+        total -= st.st_size
+    return total
+
+
 @dataclass
 class RangeStats:
     hits: int = 0  # ranges answered from memory
@@ -135,17 +153,6 @@ class RangeCache:
         """Remove the least recently used files until the directory holds at most DISK_BYTES
         (a scan; only when the running estimate says the budget is reached)."""
         assert self.disk_dir is not None
-        files = []
-        for p in self.disk_dir.glob("*.range"):
-            try:
-                files.append((p.stat(), p))
-            except OSError:
-                continue  # another process trimmed it
-        total = sum(st.st_size for st, _ in files)
-        for st, path in sorted(files, key=lambda f: f[0].st_mtime):
-            if total <= DISK_BYTES:
-                break
-            path.unlink(missing_ok=True)
-            total -= st.st_size
+        total = trim_dir(self.disk_dir, "*.range", DISK_BYTES)
         with self._lock:
             self._disk_bytes = total
