@@ -90,15 +90,22 @@ class Bm25Postings:
         return best, runner, scores
 
     def best_passages(self, docs: I64, scores: F32) -> I64:
-        """The best passage of each of `docs` by passage `scores` (-1: none scored > 0)."""
+        """The best passage of each of `docs` by passage `scores` (-1: none scored > 0); the
+        first of equals. Vectorised over the docs' passage runs (no loop per doc)."""
         out = np.full(len(docs), -1, np.int64)
-        if not len(scores):
+        if not len(scores) or not len(docs):
             return out
-        for i, d in enumerate(docs.tolist()):
-            lo, hi = int(self.p_first[d]), int(self.p_first[d + 1])
-            j = lo + int(np.argmax(scores[lo:hi]))
-            out[i] = j if scores[j] > 0 else -1
-        return out
+        lo = self.p_first[docs]
+        counts = self.p_first[docs + 1] - lo  # >= 1: every doc has a passage
+        starts = np.zeros(len(docs), np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        rows = np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))
+        vals = scores[rows]
+        best = np.maximum.reduceat(vals, starts)
+        at_best = np.flatnonzero(vals == np.repeat(best, counts))
+        run = np.repeat(np.arange(len(docs)), counts)[at_best]
+        first = at_best[np.r_[True, run[1:] != run[:-1]]]  # the first best row of each run
+        return np.where(best > 0, rows[first], out)
 
 
 def _accumulate(n: int, postings: Postings, idf: Sequence[float]) -> F32:
@@ -106,5 +113,7 @@ def _accumulate(n: int, postings: Postings, idf: Sequence[float]) -> F32:
     for got, w in zip(postings, idf, strict=True):
         if got is not None:
             docs, sat = got
-            scores[docs] += np.float32(w) * sat  # docs unique per term
+            # ufunc.at: one C pass; 3x faster than scores[docs] += (gather, add, scatter) at
+            # the sizes of a big shard's postings (numpy >= 1.25, measured in decision 1315)
+            np.add.at(scores, docs, np.float32(w) * sat)
     return scores
