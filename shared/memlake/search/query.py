@@ -15,7 +15,9 @@ of theoretically normalised scores, so `hit.score` is absolute (docs/decisions/1
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -45,6 +47,8 @@ MAX_LIMIT = 50
 #: rows only, say); a selective filter keeps the shard's own NPROBE lists (decision 1303)
 PLAN_ALLOWED = 0.9
 MAX_QUERY_CHARS = 2_000
+#: threads running searches' vector sides (each beside its caller's BM25 side)
+VECTOR_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -151,11 +155,12 @@ def search(
 
     bm25_found, vec_found = Found(), Found()
     idf_list = idf.tolist()
-    floor = params.cos_floor
     masks = [
         mask_of(s, i, context, s_us, e_us, allowed) for s, i in zip(shards, infos, strict=True)
     ]
-    plans = probe_plans(shards, masks, qvec) if qvec is not None else {}
+    vec_side = None
+    if qvec is not None and terms:  # both sides: the vector one in a thread (decision 1315)
+        vec_side = _vector_pool().submit(_vector_side, shards, masks, qvec, cand, params)
     for no, (shard, mask, tids) in enumerate(zip(shards, masks, term_ids, strict=True)):
         if mask is not None and not mask.any():
             continue
@@ -163,12 +168,10 @@ def search(
             got = bm25_shard(shard, tids, idf_list, total_idf, params, mask, cand)
             top, scores, which, best = got
             bm25_found.add(no, top, scores, scores, which, best)
-        if qvec is not None and (no not in plans or len(plans[no])):
-            docs, sims, second, passages = shard.vector_top(qvec, mask, cand, plans.get(no))
-            norm = cosine_score(sims, floor)
-            if params.vec_agg == "top2":
-                norm = np.minimum(1.0, norm + params.agg_decay * cosine_score(second, floor))
-            vec_found.add(no, docs, norm, sims, passages, norm)
+    if vec_side is not None:
+        vec_found = vec_side.result()
+    elif qvec is not None:
+        vec_found = _vector_side(shards, masks, qvec, cand, params)
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
@@ -181,6 +184,44 @@ def search(
     wanted = max(limit, searcher.settings.rerank_candidates)
     hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
     return rerank_search(hits, query, searcher, reranker)[:limit]
+
+
+def _vector_side(
+    shards: list[Shard],
+    masks: list[np.ndarray | None],
+    qvec: np.ndarray,
+    cand: int,
+    params: SearchParams,
+) -> Found:
+    """The vector top lists of every shard (the IVF probes planned across them first)."""
+    found = Found()
+    floor = params.cos_floor
+    plans = probe_plans(shards, masks, qvec)
+    for no, (shard, mask) in enumerate(zip(shards, masks, strict=True)):
+        if mask is not None and not mask.any():
+            continue
+        if no not in plans or len(plans[no]):
+            docs, sims, second, passages = shard.vector_top(qvec, mask, cand, plans.get(no))
+            norm = cosine_score(sims, floor)
+            if params.vec_agg == "top2":
+                norm = np.minimum(1.0, norm + params.agg_decay * cosine_score(second, floor))
+            found.add(no, docs, norm, sims, passages, norm)
+    return found
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _vector_pool() -> ThreadPoolExecutor:
+    """One thread for the vector side, run while the caller's thread does BM25: faiss and
+    numpy's big loops release the GIL, so the two sides overlap on a second core (decision
+    1315); with one core they take turns, as if run in sequence."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(VECTOR_THREADS, thread_name_prefix="memlake-vector")
+        return _pool
 
 
 def probe_plans(
