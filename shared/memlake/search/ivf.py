@@ -49,7 +49,7 @@ BY_RESIDUAL = False
 #: a search over n IVF shards probes the n x PLAN_PER_SHARD lists whose centroids are nearest
 #: to the query over all of them, each shard at least PLAN_LEAST and at most PLAN_MOST of its
 #: own (decision 1303); a shard with none of them is not searched
-PLAN_PER_SHARD = 56
+PLAN_PER_SHARD = 40
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
 ARRAYS = ("ivf_centroids", "ivf_sq", "ivf_offsets", "ivf_rows", "ivf_codes")
