@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlake.search import ivf, query
+from memlake.search import ivf, sides
 from memlake.search import shards as layout
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import build
@@ -190,10 +190,10 @@ def test_the_search_plans_only_over_unfiltered_ivf_shards(
     shards: list[Shard], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     q = _queries(shards, 3)[0]
-    assert query.probe_plans(shards[:1], [None], q) == {}  # one IVF shard: its own NPROBE
+    assert sides.probe_plans(shards[:1], [None], q) == {}  # one IVF shard: its own NPROBE
     masks: list[np.ndarray | None] = [None, np.arange(DOCS) > 0, np.arange(DOCS) % 2 == 0, None]
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 5)
-    plans = query.probe_plans(shards, masks, q)
+    plans = sides.probe_plans(shards, masks, q)
     assert sorted(plans) == [0, 1, 3]  # a dead row is no filter; half the docs is one
     assert sum(len(p) for p in plans.values()) == 3 * 5
 

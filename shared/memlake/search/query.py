@@ -15,9 +15,7 @@ of theoretically normalised scores, so `hit.score` is absolute (docs/decisions/1
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -26,29 +24,22 @@ import numpy as np
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake
-from memlake.search import ivf
 from memlake.search.embedding import Searcher
 from memlake.search.fusion import (
     FusedHit,
     apply_recency,
     convex_fuse,
-    cosine_score,
     minmax,
     normalise_scores,
     rrf_fuse,
 )
-from memlake.search.index import Shard
-from memlake.search.retrieve import Found, Ranked, bm25_shard, mask_of
+from memlake.search.retrieve import Ranked, mask_of
 from memlake.search.shards import SearchState
+from memlake.search.sides import Sides
 from memlake.search.text import unique_terms
 
 MAX_LIMIT = 50
-#: a shard joins the probe plan when its filter allows at least this share of its docs (dead
-#: rows only, say); a selective filter keeps the shard's own NPROBE lists (decision 1303)
-PLAN_ALLOWED = 0.9
 MAX_QUERY_CHARS = 2_000
-#: threads running searches' vector sides (each beside its caller's BM25 side)
-VECTOR_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -153,25 +144,11 @@ def search(
     if use_vec:
         qvec = query_vector if query_vector is not None else searcher.embed_query(query)
 
-    bm25_found, vec_found = Found(), Found()
-    idf_list = idf.tolist()
     masks = [
         mask_of(s, i, context, s_us, e_us, allowed) for s, i in zip(shards, infos, strict=True)
     ]
-    vec_side = None
-    if qvec is not None and terms:  # both sides: the vector one in a thread (decision 1315)
-        vec_side = _vector_pool().submit(_vector_side, shards, masks, qvec, cand, params)
-    for no, (shard, mask, tids) in enumerate(zip(shards, masks, term_ids, strict=True)):
-        if mask is not None and not mask.any():
-            continue
-        if terms and any(t >= 0 for t in tids):
-            got = bm25_shard(shard, tids, idf_list, total_idf, params, mask, cand)
-            top, scores, which, best = got
-            bm25_found.add(no, top, scores, scores, which, best)
-    if vec_side is not None:
-        vec_found = vec_side.result()
-    elif qvec is not None:
-        vec_found = _vector_side(shards, masks, qvec, cand, params)
+    sides = Sides(shards, masks, params, cand)
+    bm25_found, vec_found = sides.run(term_ids, idf.tolist(), total_idf, qvec)
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
@@ -184,62 +161,6 @@ def search(
     wanted = max(limit, searcher.settings.rerank_candidates)
     hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
     return rerank_search(hits, query, searcher, reranker)[:limit]
-
-
-def _vector_side(
-    shards: list[Shard],
-    masks: list[np.ndarray | None],
-    qvec: np.ndarray,
-    cand: int,
-    params: SearchParams,
-) -> Found:
-    """The vector top lists of every shard (the IVF probes planned across them first)."""
-    found = Found()
-    floor = params.cos_floor
-    plans = probe_plans(shards, masks, qvec)
-    for no, (shard, mask) in enumerate(zip(shards, masks, strict=True)):
-        if mask is not None and not mask.any():
-            continue
-        if no not in plans or len(plans[no]):
-            docs, sims, second, passages = shard.vector_top(qvec, mask, cand, plans.get(no))
-            norm = cosine_score(sims, floor)
-            if params.vec_agg == "top2":
-                norm = np.minimum(1.0, norm + params.agg_decay * cosine_score(second, floor))
-            found.add(no, docs, norm, sims, passages, norm)
-    return found
-
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _vector_pool() -> ThreadPoolExecutor:
-    """One thread for the vector side, run while the caller's thread does BM25: faiss and
-    numpy's big loops release the GIL, so the two sides overlap on a second core (decision
-    1315); with one core they take turns, as if run in sequence."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(VECTOR_THREADS, thread_name_prefix="memlake-vector")
-        return _pool
-
-
-def probe_plans(
-    shards: list[Shard], masks: list[np.ndarray | None], qvec: np.ndarray
-) -> dict[int, ivf.Probes]:
-    """The IVF lists each shard probes, planned over every IVF shard whose filter allows at
-    least PLAN_ALLOWED of its docs (ivf.plan_probes, decision 1303); the others, and a search
-    with one such shard, probe their own NPROBE nearest lists."""
-    planned = [
-        no
-        for no, (shard, mask) in enumerate(zip(shards, masks, strict=True))
-        if shard.ivf_index() is not None and (mask is None or mask.mean() >= PLAN_ALLOWED)
-    ]
-    if len(planned) < 2:
-        return {}
-    q = np.ascontiguousarray(np.reshape(qvec, (1, -1)), dtype=np.float32)
-    ivfs = [shards[no].ivf_index() for no in planned]
-    return dict(zip(planned, ivf.plan_probes([i for i in ivfs if i is not None], q), strict=True))
 
 
 def _fused(bm25: Ranked, vec: Ranked, params: SearchParams, total_idf: float) -> list[FusedHit]:

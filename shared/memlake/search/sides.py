@@ -1,0 +1,158 @@
+"""Both retrievers over a search's shards, on two threads (decision 1315).
+
+A search's work is one BM25 task and one vector task per shard (memlake.search.retrieve,
+memlake.search.index.Shard.vector_top), ~0.3-0.9 ms each at 100k episodes. The caller's thread
+and one pool thread take tasks from one list until it is empty: numpy's and faiss's big loops
+release the GIL, so on two cores the tasks overlap; with one core the threads take turns, as if
+run in sequence. BM25 tasks come first, so the pool thread starts on them while the caller plans
+the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303). Results merge
+in shard order, as a sequential run would give them (Found.ranked breaks ties by id anyway).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memlake.search import ivf
+from memlake.search.fusion import cosine_score
+from memlake.search.index import Shard
+from memlake.search.retrieve import Found, bm25_shard
+
+if TYPE_CHECKING:
+    from memlake.search.query import SearchParams
+
+#: a shard joins the probe plan when its filter allows at least this share of its docs (dead
+#: rows only, say); a selective filter keeps the shard's own NPROBE lists (decision 1303)
+PLAN_ALLOWED = 0.9
+#: pool threads helping searches (each search uses at most one beside its caller's thread)
+HELPERS = 4
+
+Task = tuple[str, int]  # ("bm25" | "vector", shard number)
+
+
+def probe_plans(
+    shards: list[Shard], masks: list[np.ndarray | None], qvec: np.ndarray
+) -> dict[int, ivf.Probes]:
+    """The IVF lists each shard probes, planned over every IVF shard whose filter allows at
+    least PLAN_ALLOWED of its docs (ivf.plan_probes, decision 1303); the others, and a search
+    with one such shard, probe their own NPROBE nearest lists."""
+    planned = [
+        no
+        for no, (shard, mask) in enumerate(zip(shards, masks, strict=True))
+        if shard.ivf_index() is not None and (mask is None or mask.mean() >= PLAN_ALLOWED)
+    ]
+    if len(planned) < 2:
+        return {}
+    q = np.ascontiguousarray(np.reshape(qvec, (1, -1)), dtype=np.float32)
+    ivfs = [shards[no].ivf_index() for no in planned]
+    return dict(zip(planned, ivf.plan_probes([i for i in ivfs if i is not None], q), strict=True))
+
+
+class Sides:
+    """One search's per-shard top lists of both retrievers."""
+
+    def __init__(
+        self,
+        shards: list[Shard],
+        masks: list[np.ndarray | None],
+        params: SearchParams,
+        cand: int,
+    ) -> None:
+        self.shards, self.masks, self.params, self.cand = shards, masks, params, cand
+        self.tids: list[list[int]] = []
+        self.idf: list[float] = []
+        self.total_idf = 0.0
+        self.qvec: np.ndarray | None = None
+        self.plans: dict[int, ivf.Probes] = {}
+        self._planned = threading.Event()
+
+    def run(
+        self, term_ids: list[list[int]], idf: list[float], total_idf: float, qvec: Any
+    ) -> tuple[Found, Found]:
+        """(BM25 lists, vector lists): `term_ids` per shard and `idf` per query term (no
+        terms: no BM25), `qvec` the query vector (None: no vector side)."""
+        self.tids, self.idf, self.total_idf, self.qvec = term_ids, idf, total_idf, qvec
+        live = [no for no, m in enumerate(self.masks) if m is None or m.any()]
+        tasks: list[Task] = []
+        if idf:
+            tasks += [("bm25", no) for no in live if any(t >= 0 for t in term_ids[no])]
+        if qvec is not None:
+            tasks += [("vector", no) for no in live]
+        done: dict[Task, Any] = {}
+        bm25, vector = (
+            _taker([t for t in tasks if t[0] == "bm25"]),
+            _taker([t for t in tasks if t[0] == "vector"]),
+        )
+        helper = None
+        if qvec is not None and len(tasks) > 1:  # helps with the vector tasks only
+            helper = _pool().submit(self._work, vector, done)
+        if qvec is not None:
+            self.plans = probe_plans(self.shards, self.masks, qvec)
+        self._planned.set()
+        self._work(bm25, done)
+        self._work(vector, done)
+        if helper is not None and not helper.cancel():  # not started: every task is done
+            helper.result()
+        found = {"bm25": Found(), "vector": Found()}
+        for side, no in tasks:  # in task order: as a sequential run adds them
+            got = done[(side, no)]
+            if got is not None:
+                found[side].add(no, *got)
+        return found["bm25"], found["vector"]
+
+    def _work(self, take: Callable[[], Task | None], done: dict[Task, Any]) -> None:
+        while (task := take()) is not None:
+            side, no = task
+            done[task] = self._bm25(no) if side == "bm25" else self._vector(no)
+
+    def _bm25(self, no: int) -> tuple[Any, ...]:
+        shard, p = self.shards[no], self.params
+        got = bm25_shard(
+            shard, self.tids[no], self.idf, self.total_idf, p, self.masks[no], self.cand
+        )
+        top, scores, which, best = got
+        return top, scores, scores, which, best
+
+    def _vector(self, no: int) -> tuple[Any, ...] | None:
+        self._planned.wait()  # the probes are planned across shards first
+        plan = self.plans.get(no)
+        if plan is not None and not len(plan):
+            return None  # none of the globally best lists is this shard's (decision 1303)
+        p, floor, qvec = self.params, self.params.cos_floor, self.qvec
+        assert qvec is not None  # vector tasks exist only with a query vector
+        docs, sims, second, passages = self.shards[no].vector_top(
+            qvec, self.masks[no], self.cand, plan
+        )
+        norm = cosine_score(sims, floor)
+        if p.vec_agg == "top2":
+            norm = np.minimum(1.0, norm + p.agg_decay * cosine_score(second, floor))
+        return docs, norm, sims, passages, norm
+
+
+def _taker(tasks: list[Task]) -> Callable[[], Task | None]:
+    """The next task not taken yet, from any thread (None: all taken)."""
+    lock = threading.Lock()
+    it = iter(tasks)
+
+    def take() -> Task | None:
+        with lock:
+            return next(it, None)
+
+    return take
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(HELPERS, thread_name_prefix="memlake-search")
+        return _executor

@@ -1,0 +1,139 @@
+"""The two retrievers' per-shard tasks on two threads (memlake.search.sides, decision 1315):
+the same results as one thread, every task run once, errors raised to the caller."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memlake.search import ivf, sides
+from memlake.search import shards as layout
+from memlake.search.index import Shard
+from memlake.search.query import search
+from tests.integration.test_search_index import HashEmbedder, T, make, put, state
+
+
+class NeverStarted:
+    """An executor whose tasks never start: the caller's thread does every task."""
+
+    def submit(self, *args: Any, **kwargs: Any) -> Future[None]:
+        return Future()
+
+
+@pytest.fixture
+def lake_ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Three shards or more, one with an IVF index at least (tiny layout and IVF sizes)."""
+    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
+    monkeypatch.setattr(layout, "FANOUT", 2)
+    monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 4)
+    monkeypatch.setattr(ivf, "ROWS_PER_LIST", 2)
+    monkeypatch.setattr(ivf, "EXACT_BELOW", 0)
+    lake, ctx = make(tmp_path, HashEmbedder())
+    ids = [put(lake, f"note number{i} about topic{i % 3} and colour{i % 5}") for i in range(23)]
+    assert len(state(lake).shards) >= 3
+    return ids, ctx
+
+
+def _results(ctx: Any, query: str, **kw: Any) -> list[tuple[str, float, Any]]:
+    hits = search(ctx.lake, ctx.services.search, T, query=query, limit=20, recency=False, **kw)
+    return [(h.id, h.score, h.breakdown) for h in hits]
+
+
+QUERIES = ["topic1 colour2", "note number7", "colour4", "about topic0 number12"]
+
+
+def test_two_threads_find_what_one_thread_finds(
+    lake_ctx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids, ctx = lake_ctx
+    some = set(ids[::2])
+    shared = {q: _results(ctx, q) for q in QUERIES}
+    shared["filtered"] = _results(ctx, "topic2 colour1", allowed_ids=some)
+    helped: list[str] = []
+    real = Shard.vector_top
+
+    def spy(self: Shard, *args: Any, **kwargs: Any) -> Any:
+        helped.append(threading.current_thread().name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Shard, "vector_top", spy)
+    assert _results(ctx, QUERIES[0]) == shared[QUERIES[0]]
+    assert any(name.startswith("memlake-search") for name in helped)  # the pool helped
+    monkeypatch.setattr(sides, "_pool", NeverStarted)
+    helped.clear()
+    alone = {q: _results(ctx, q) for q in QUERIES}
+    alone["filtered"] = _results(ctx, "topic2 colour1", allowed_ids=some)
+    assert alone == shared  # identical ids, scores and breakdowns
+    assert helped and all(name == threading.current_thread().name for name in helped)
+
+
+def test_every_shard_task_runs_once(lake_ctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, ctx = lake_ctx
+    ran: list[tuple[str, int]] = []
+    real = sides.Sides._work
+
+    def counting(self: sides.Sides, take: Any, done: dict[Any, Any]) -> None:
+        def recording() -> Any:
+            task = take()
+            if task is not None:
+                ran.append(task)
+            return task
+
+        real(self, recording, done)
+
+    monkeypatch.setattr(sides.Sides, "_work", counting)
+    _results(ctx, "topic1 colour2")
+    assert len(ran) == len(set(ran))
+    shards = len(state(ctx.lake).shards)
+    assert {no for side, no in ran if side == "vector"} == set(range(shards))
+    assert {side for side, _ in ran} == {"bm25", "vector"}
+
+
+def test_an_error_in_the_helper_thread_reaches_the_caller(
+    lake_ctx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, ctx = lake_ctx
+
+    real = Shard.vector_top
+
+    def broken(self: Shard, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread().name.startswith("memlake-search"):
+            raise RuntimeError("damaged vectors")  # in the helper only
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Shard, "vector_top", broken)
+    with pytest.raises(RuntimeError, match="damaged vectors"):
+        _results(ctx, "topic1 colour2")
+
+
+def test_a_vector_task_waits_for_the_probe_plan(
+    lake_ctx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper may take a vector task before the caller has planned the probes: it must
+    search with the plan, never without it."""
+    _, ctx = lake_ctx
+    planned = threading.Event()
+    real_plans = sides.probe_plans
+    seen: list[bool] = []
+
+    def slow_plans(*args: Any) -> Any:
+        got = real_plans(*args)
+        planned.wait(0.05)  # give the helper time to take a vector task first
+        planned.set()
+        return got
+
+    real = Shard.vector_top
+
+    def spy(self: Shard, query: np.ndarray, mask: Any, k: int, probes: Any = None) -> Any:
+        seen.append(planned.is_set())
+        return real(self, query, mask, k, probes)
+
+    monkeypatch.setattr(sides, "probe_plans", slow_plans)
+    monkeypatch.setattr(Shard, "vector_top", spy)
+    _results(ctx, "topic1 colour2")
+    assert seen and all(seen)
