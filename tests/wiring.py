@@ -34,7 +34,7 @@ def services_for(
     return Services(
         settings=cfg,
         lake=lake,
-        search=searcher or Searcher(cfg, cache_bytes=cfg.cache_bytes),
+        search=searcher or Searcher(cfg, cache_bytes=cfg.shard_cache_bytes),
         on_episode_delete=episode_cleanups(FEATURES),
     )
 
@@ -52,6 +52,6 @@ def indexed_context(
     principal: Principal, lake: Lake, settings: Settings, embedder: Embedder
 ) -> ToolContext:
     """A context whose lake indexes its commits (the search feature installed) with `embedder`."""
-    searcher = Searcher(settings, embedder=embedder, cache_bytes=settings.cache_bytes)
+    searcher = Searcher(settings, embedder=embedder, cache_bytes=settings.shard_cache_bytes)
     indexing.install(lake, searcher)
     return tool_context(principal, lake, settings, searcher)

@@ -67,7 +67,11 @@ class Settings:
     default_context: str | None = None
     max_content_bytes: int = 256 * 1024
     max_request_bytes: int = 16 * 1024 * 1024
+    #: decoded table segments in memory (memlake.lake)
     cache_bytes: int = 1 << 30
+    #: search shards, their IVF lists and byte ranges in memory (memlake.search.cache); with
+    #: cache_bytes, what bounds a process's memory whatever the tenant's size
+    shard_cache_bytes: int = 1 << 30
     tools_page_size: int = 100
     #: API Gateway JWT claim that names the tenant
     tenant_claim: str = "sub"
@@ -148,7 +152,12 @@ class Settings:
             default_context=os.environ.get("MEMLAKE_DEFAULT_CONTEXT") or None,
             max_content_bytes=_int("MEMLAKE_MAX_CONTENT_BYTES", 256 * 1024, low=1),
             max_request_bytes=_int("MEMLAKE_MAX_REQUEST_BYTES", 16 * 1024 * 1024, low=1024),
-            cache_bytes=_int("MEMLAKE_CACHE_BYTES", 1 << 30, low=0),
+            cache_bytes=_int("MEMLAKE_CACHE_BYTES", _cache_default(SEGMENT_SHARE), low=0),
+            shard_cache_bytes=_int(
+                "MEMLAKE_SHARD_CACHE_BYTES",
+                _int("MEMLAKE_CACHE_BYTES", _cache_default(SHARD_SHARE), low=0),
+                low=0,
+            ),
             tools_page_size=_int("MEMLAKE_TOOLS_PAGE_SIZE", 100, low=1),
             tenant_claim=os.environ.get("MEMLAKE_TENANT_CLAIM", "sub"),
             sam_local_tenant=os.environ.get("MEMLAKE_SAM_LOCAL_TENANT", "").strip()
@@ -264,6 +273,22 @@ def _rerank_model() -> str:
 
 
 # What the platform sets, read live on every call (tests and Lambda flip them per process) ----
+#: shares of a Lambda function's memory the caches get by default (1024 MB: 128 and 256 MiB),
+#: leaving the rest to the runtime, the model and a search's working arrays
+SEGMENT_SHARE = 1 / 8
+SHARD_SHARE = 1 / 4
+
+
+def _cache_default(share: float) -> int:
+    """1 GiB, or in a Lambda function `share` of its memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE,
+    in MB, set by the runtime and by `sam local`): a cache bigger than the function would end
+    in an out-of-memory kill once a tenant outgrows it."""
+    raw = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "").strip()
+    if not raw.isdigit() or int(raw) <= 0:
+        return 1 << 30
+    return int(int(raw) * (1 << 20) * share)
+
+
 def in_lambda() -> bool:
     """Inside a Lambda function (the runtime sets AWS_LAMBDA_FUNCTION_NAME)."""
     return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))

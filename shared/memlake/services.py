@@ -63,7 +63,7 @@ class Services:
         services = cls(
             settings=cfg,
             lake=lake,
-            search=Searcher(cfg, cache_bytes=cfg.cache_bytes),
+            search=Searcher(cfg, cache_bytes=cfg.shard_cache_bytes),
             on_episode_delete=episode_cleanups(chosen),
         )
         for feature in chosen:

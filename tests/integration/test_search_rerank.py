@@ -66,7 +66,7 @@ def lake_with_notes(root: Path, reranker: Reranker | None) -> tuple[Lake, ToolCo
     settings = Settings(data_dir=root, rerank_candidates=3)
     emb = HashEmbedder()
     lake = bare_lake(LocalStore(root), dim=emb.dim)
-    searcher = Searcher(settings, embedder=emb, cache_bytes=settings.cache_bytes, reranker=reranker)
+    searcher = Searcher(settings, embedder=emb, cache_bytes=settings.shard_cache_bytes, reranker=reranker)
     indexing.install(lake, searcher)
     ctx = tool_context(Principal(T), lake, settings, searcher)
     ids = []
