@@ -66,7 +66,8 @@ def lake_with_notes(root: Path, reranker: Reranker | None) -> tuple[Lake, ToolCo
     settings = Settings(data_dir=root, rerank_candidates=3)
     emb = HashEmbedder()
     lake = bare_lake(LocalStore(root), dim=emb.dim)
-    searcher = Searcher(settings, embedder=emb, cache_bytes=settings.shard_cache_bytes, reranker=reranker)
+    cache = settings.shard_cache_bytes
+    searcher = Searcher(settings, embedder=emb, cache_bytes=cache, reranker=reranker)
     indexing.install(lake, searcher)
     ctx = tool_context(Principal(T), lake, settings, searcher)
     ids = []
