@@ -21,6 +21,7 @@ from memlake.lake import Lake, Transaction
 from memlake.search import passages as passages_mod
 from memlake.search import shards as layout
 from memlake.search.backfill import embed_pending
+from memlake.search.index import FORMAT as SHARD_FORMAT
 from memlake.search.index import Shard
 from memlake.search.query import SearchParams, search
 from memlake.search.shards import EXTRA_KEY
@@ -69,7 +70,7 @@ def test_every_passage_gets_postings_and_offsets(tmp_path: Path, small_passages:
     eid = put(lake, content, title="pets")
     info = state(lake).shards[-1]
     shard = ctx.services.search.shards.load_many(lake.store, [info.key])[0]
-    assert shard.format == info.format == layout.SHARD_FORMAT
+    assert shard.format == info.format == SHARD_FORMAT
     starts, ends = shard.p_start.tolist(), shard.p_end.tolist()
     assert starts[0] == ends[0] == -1  # the title passage
     assert len(starts) >= 6 and ends[-1] == len(content)
@@ -177,7 +178,7 @@ def test_format1_shards_search_and_are_rebuilt(tmp_path: Path, small_passages: N
 
     report = embed_pending(lake, ctx.services.search, T, max_passages=0)  # maintenance
     assert report.upgraded == len(state(lake).shards)
-    assert {s.format for s in state(lake).shards} == {layout.SHARD_FORMAT}
+    assert {s.format for s in state(lake).shards} == {SHARD_FORMAT}
     new = hits(ctx, "cousin3 Oslo")
     assert new[0].id == ids[3]
     assert "cousin3" in new[0].row["content"][new[0].passage[0] : new[0].passage[1]]
@@ -191,7 +192,7 @@ def test_a_write_rebuilds_format1_shards_it_touches(tmp_path: Path, small_passag
     put(lake, long_episode("a new trip to Rhodes"))  # rebuilds the tail and one sealed shard
     assert ctx.services.search.embedder.texts[embedded:] != []  # only the new episode...
     assert len(ctx.services.search.embedder.texts) - embedded <= 9  # ...nothing re-embedded
-    assert all(s.format == layout.SHARD_FORMAT for s in state(lake).shards)
+    assert all(s.format == SHARD_FORMAT for s in state(lake).shards)
     got = hits(ctx, "nephew5 Crete")
     assert got[0].id == ids[5] and got[0].passage is not None
 
@@ -204,7 +205,7 @@ def test_format1_shard_without_rows_keeps_episode_terms(tmp_path: Path) -> None:
     from memlake.search.shard_build import build, docs_of
 
     rebuilt = Shard.from_bytes(build(docs_of(old, None), model=old.model, dim=old.dim))
-    assert rebuilt.format == layout.SHARD_FORMAT and rebuilt.p_start.tolist() == [-1]
+    assert rebuilt.format == SHARD_FORMAT and rebuilt.p_start.tolist() == [-1]
     tids = rebuilt.term_ids(["heron"])
     best, _, scores = rebuilt.bm25_passages(tids, [1.0])
     (which,) = rebuilt.best_passages(np.array([0]), scores)

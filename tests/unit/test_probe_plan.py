@@ -168,8 +168,12 @@ def test_filters_are_exact_and_never_short_under_planned_probes(
         assert len(every) == nlist
         docs, scores, _, _ = shard.vector_top(q, mask, 10, every)
         want, want_scores = _exact(shard, q, mask, 10)
-        assert docs.tolist() == want
-        np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+        if mask is every_third or exact_below:
+            assert docs.tolist() == want
+            np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+        else:  # the farthest docs: PQ codes (decision 1316) rank them coarsely, re-scored
+            assert len(set(docs.tolist()) & set(want)) >= 8 and mask[docs].all()
+            assert (np.diff(scores) <= 0).all() and scores[0] == pytest.approx(want_scores[0])
 
 
 def test_a_planned_search_probes_exactly_the_planned_lists(shards: list[Shard]) -> None:
@@ -211,7 +215,7 @@ def test_a_lake_search_plans_across_its_ivf_shards(
     monkeypatch.setattr(ivf, "EXACT_BELOW", 0)
     lake, ctx = make(tmp_path, HashEmbedder())
     ids = [put(lake, f"note number{i} about topic{i % 3}") for i in range(21)]
-    assert sum(s.format == 3 and s.docs >= 4 for s in state(lake).shards) == 2
+    assert sum(s.format == 4 and s.docs >= 4 for s in state(lake).shards) == 2
     calls: list[ivf.Probes | None] = []
     real = Shard.vector_top
 

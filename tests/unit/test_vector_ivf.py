@@ -1,11 +1,13 @@
-"""Big sealed shards carry an IVF index with SQ8 codes (shard format 3, decision 1301): trained
-when written, assembled without training when loaded, probed lists re-scored exactly; filters
-stay inside the search and never leave a short top-k."""
+"""Big sealed shards carry an IVF index (decision 1301) with 4-bit PQ fast-scan codes (format
+4, decision 1316) or, written before, SQ8 codes (format 3): trained when written, assembled
+without training when loaded, probed lists re-scored exactly; filters stay inside the search
+and never leave a short top-k. Every search test runs on both kinds of codes."""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import faiss
@@ -32,15 +34,37 @@ def _docs(n: int, seed: int) -> list[Doc]:
     ]
 
 
-@pytest.fixture(scope="module")
-def data() -> bytes:
-    return build(_docs(DOCS, 7), model="m", dim=DIM)
+def _with_format(data: bytes, fmt: int) -> bytes:
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        arrays = {n: npz[n] for n in npz.files}
+    head = json.loads(arrays["header"].tobytes())
+    arrays["header"] = np.frombuffer(json.dumps({**head, "format": fmt}).encode(), np.uint8)
+    sink = io.BytesIO()
+    np.savez(sink, **arrays)
+    return sink.getvalue()
+
+
+def _built(codes: str, docs: list[Doc]) -> bytes:
+    """A shard written with `codes`; an SQ8 one as format 3 wrote it."""
+    was, ivf.CODES = ivf.CODES, codes
+    try:
+        data = build(docs, model="m", dim=DIM)
+    finally:
+        ivf.CODES = was
+    return _with_format(data, 3) if codes == "sq8" else data
+
+
+@pytest.fixture(scope="module", params=["pq4", "sq8"])
+def data(request: pytest.FixtureRequest) -> bytes:
+    return _built(request.param, _docs(DOCS, 7))
 
 
 @pytest.fixture
 def shard(data: bytes) -> Shard:
     loaded = Shard.from_bytes(data)
-    assert loaded.format == 3 and len(loaded.vectors) >= ivf.IVF_MIN_ROWS
+    assert loaded.format in (3, 4) and len(loaded.vectors) >= ivf.IVF_MIN_ROWS
+    held = loaded.ivf_index()
+    assert held is not None and held.kind == ("pq4" if loaded.format == 4 else "sq8")
     return loaded
 
 
@@ -57,10 +81,12 @@ def _best(shard: Shard, q: np.ndarray) -> np.ndarray:
     return best
 
 
-def test_format3_arrays_are_contiguous_lists_of_sq8_codes(data: bytes) -> None:
+def _arrays(data: bytes) -> dict[str, np.ndarray]:
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files}
-    assert set(ivf.ARRAYS) <= set(arrays)
+        return {name: npz[name] for name in npz.files}
+
+
+def _check_lists(arrays: dict[str, np.ndarray]) -> None:
     vectors, offsets, rows = arrays["vectors"], arrays["ivf_offsets"], arrays["ivf_rows"]
     nlist = len(arrays["ivf_centroids"])
     assert nlist == ivf.nlist_for(len(vectors)) and offsets[0] == 0 and offsets[-1] == len(rows)
@@ -68,10 +94,38 @@ def test_format3_arrays_are_contiguous_lists_of_sq8_codes(data: bytes) -> None:
     assign = np.argmax(vectors @ arrays["ivf_centroids"].T, axis=1)
     for i in range(nlist):  # list i: one contiguous range, the rows nearest to centroid i
         assert (assign[rows[offsets[i] : offsets[i + 1]]] == i).all()
+
+
+def test_format3_arrays_are_contiguous_lists_of_sq8_codes() -> None:
+    arrays = _arrays(_built("sq8", _docs(DOCS, 7)))
+    assert set(ivf.REQUIRED) | {"ivf_sq"} <= set(arrays) and "ivf_pq" not in arrays
+    _check_lists(arrays)
+    vectors, rows = arrays["vectors"], arrays["ivf_rows"]
     sq = faiss.ScalarQuantizer(DIM, faiss.ScalarQuantizer.QT_8bit)
     sq.train(vectors)
     np.testing.assert_array_equal(arrays["ivf_sq"].ravel(), faiss.vector_to_array(sq.trained))
     np.testing.assert_array_equal(arrays["ivf_codes"], sq.compute_codes(vectors[rows]))
+
+
+def test_format4_lists_are_pq_codes_packed_in_blocks_of_32() -> None:
+    arrays = _arrays(_built("pq4", _docs(DOCS, 7)))
+    assert set(ivf.REQUIRED) | {"ivf_pq", "ivf_blocks"} <= set(arrays) and "ivf_sq" not in arrays
+    _check_lists(arrays)
+    vectors, offsets, rows = arrays["vectors"], arrays["ivf_offsets"], arrays["ivf_rows"]
+    blocks, codes = arrays["ivf_blocks"], arrays["ivf_codes"]
+    sizes = np.diff(offsets)
+    np.testing.assert_array_equal(np.diff(blocks), -(-sizes // 32))  # each list: its own blocks
+    pq = faiss.ProductQuantizer(DIM, DIM // 4, 4)
+    faiss.copy_array_to_vector(arrays["ivf_pq"].ravel(), pq.centroids)
+    packer = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(DIM), DIM, 1, DIM // 4, 4).get_CodePacker()
+    assert codes.shape == (blocks[-1], packer.block_size) and packer.code_size == DIM // 8
+    flat = np.zeros(packer.code_size, np.uint8)
+    for no in (0, len(sizes) // 2, len(sizes) - 1):  # unpacked, a list's codes are its rows'
+        want = pq.compute_codes(np.ascontiguousarray(vectors[rows[offsets[no] : offsets[no + 1]]]))
+        for j in range(int(sizes[no])):
+            block = codes[blocks[no] + j // 32]
+            packer.unpack_1_c(faiss.swig_ptr(block), j % 32, faiss.swig_ptr(flat))
+            np.testing.assert_array_equal(flat, want[j])
 
 
 def test_loading_trains_nothing_and_adds_only_probed_lists(
@@ -80,9 +134,10 @@ def test_loading_trains_nothing_and_adds_only_probed_lists(
     def no_training(*_: object, **__: object) -> None:
         raise AssertionError("trained at load")
 
-    for cls in (faiss.Kmeans, faiss.Clustering, faiss.ScalarQuantizer, faiss.Index):
+    for cls in (faiss.Kmeans, faiss.Clustering, faiss.ScalarQuantizer, faiss.ProductQuantizer):
         monkeypatch.setattr(cls, "train", no_training)
-    monkeypatch.setattr(faiss.IndexIVFScalarQuantizer, "train", no_training)
+    for cls in (faiss.Index, faiss.IndexIVFScalarQuantizer, faiss.IndexIVFPQFastScan):
+        monkeypatch.setattr(cls, "train", no_training)
     shard = Shard.from_bytes(data)
     q = shard.vectors[3]
     docs, scores, _, _ = shard.vector_top(q, None, 10)
@@ -148,8 +203,14 @@ def test_a_very_selective_filter_still_returns_k_docs(
     mask[far] = True
     docs, scores, _, _ = shard.vector_top(q, mask, 10)
     want, want_scores = _exact(shard, q, mask, 10)
-    assert docs.tolist() == want
-    np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+    if shard.format == 3 or exact_below:
+        assert docs.tolist() == want
+        np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+    else:  # PQ codes rank vectors this far from the query coarsely: candidates, re-scored
+        assert len(set(docs.tolist()) & set(want)) >= 8 and mask[docs].all()
+        for d, score in zip(docs, scores, strict=True):  # exact cosines, best first
+            assert np.abs(shard.vectors[shard.chunk_doc == d] @ q - score).min() < 1e-5
+        assert (np.diff(scores) <= 0).all()
     assert len(shard.vector_top(q, mask, 50)[0]) == 12
     held = shard._ivf_index()
     probed = held is not None and any(held.index.invlists.list_size(i) for i in range(held.nlist))
@@ -169,10 +230,7 @@ def test_merges_rebuild_the_ivf_from_stored_vectors(shard: Shard) -> None:
 
 
 def _as_format2(data: bytes) -> bytes:
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-        arrays = {n: npz[n] for n in npz.files if not n.startswith("ivf_")}
-    head = json.loads(arrays["header"].tobytes())
-    arrays["header"] = np.frombuffer(json.dumps({**head, "format": 2}).encode(), np.uint8)
+    arrays = {n: a for n, a in _arrays(_with_format(data, 2)).items() if not n.startswith("ivf_")}
     sink = io.BytesIO()
     np.savez(sink, **arrays)
     return sink.getvalue()
@@ -185,9 +243,10 @@ def test_format2_shards_still_search_and_are_outdated(data: bytes) -> None:
     assert old.vector_top(q, None, 5)[0].tolist() == _exact(old, q, None, 5)[0]
     assert type(old._index()).__name__ == "IndexScalarQuantizer"  # today's SQ8 scan
     info = layout.ShardInfo("k", old.n, len(old.vectors), 1, (1, 1), (0, 0), None, False, format=2)
-    assert layout.outdated(info)  # the layout rebuilds it in format 3
+    assert layout.outdated(info)  # the layout rebuilds it in format 4
+    assert not layout.outdated(replace(info, format=3))  # SQ8 codes: rebuilt when merged
     upgraded = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(old, None)]))
-    assert upgraded.format == index.FORMAT == 3 and upgraded._ivf_arrays
+    assert upgraded.format == index.FORMAT == 4 and upgraded._ivf_arrays
 
 
 def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
@@ -204,7 +263,7 @@ def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
     lake, ctx = make(tmp_path, emb)
     ids = [put(lake, f"note number{i} about topic{i % 3}", context=f"c{i % 2}") for i in range(21)]
     st = state(lake)
-    assert [s.docs for s in st.shards] == [16, 4, 1] and st.shards[0].format == 3
+    assert [s.docs for s in st.shards] == [16, 4, 1] and st.shards[0].format == 4
     big = ctx.services.search.shards.load_many(lake.store, [st.shards[0].key])[0]
     assert big._ivf_arrays and len(big._ivf_arrays["ivf_centroids"]) == 8
     assert len(emb.texts) == 21  # merges reused the stored vectors

@@ -32,8 +32,10 @@ A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's wei
 
 Format 3 adds, to a shard of at least ivf.IVF_MIN_ROWS vector rows, an IVF index with 8-bit
 codes trained when the shard is written (ivf_centroids, ivf_sq, ivf_offsets, ivf_rows,
-ivf_codes: memlake.search.ivf); a format-2 shard still loads and searches, and the layout
-rebuilds it in format 3 from its stored vectors.
+ivf_codes: memlake.search.ivf); format 4 codes its lists with 4-bit PQ for FAISS's fast-scan
+(ivf_pq, ivf_blocks: memlake.search.ivf_codes, decision 1316). Formats 2 and 3 still load and
+search; the layout rebuilds a format-2 shard from its stored vectors, and a format-3 one when
+a merge or purge rewrites it anyway.
 
 Vectors: inner product over unit vectors, i.e. cosine. A shard with the IVF index probes
 ivf.NPROBE lists (more when they hold too few allowed rows; a filter leaving few rows scans
@@ -72,8 +74,8 @@ if TYPE_CHECKING:
 
     from memlake.search.ranges import RangedNpz
 
-FORMAT = 3
-FORMATS = (1, 2, 3)
+FORMAT = 4
+FORMATS = (1, 2, 3, 4)
 K1 = 1.5  # (the same as memlake.search.shard_source's, which computes the tf part)
 B = 0.75
 F32 = npt.NDArray[np.float32]

@@ -1,19 +1,21 @@
-"""IVF index with 8-bit scalar-quantised codes for big sealed shards (shard format 3).
+"""IVF index of big sealed shards (shard format 3 and 4).
 
 Trained once, when a shard is written (`train`), and stored as plain arrays of the shard's .npz
-(docs/decisions/1301):
+(docs/decisions/1301, 1316):
 
     ivf_centroids  float32 (nlist, dim)  coarse centroids (spherical k-means, inner product)
-    ivf_sq         float32 (2, dim)      the QT_8bit quantiser: per-dimension min and range
     ivf_offsets    int64 (nlist + 1)     entries of list i: [offsets[i], offsets[i + 1])
     ivf_rows       int32 (rows,)         vector row of each entry, grouped by list
-    ivf_codes      uint8 (rows, dim)     the 8-bit codes, same order as ivf_rows
+    ivf_codes      uint8                 the entries' codes, list by list, and the quantiser's
+                                         arrays: memlake.search.ivf_codes (format 4: PQ
+                                         fast-scan blocks, ivf_pq and ivf_blocks; format 3:
+                                         SQ8 codes, ivf_sq)
 
 so each list is one contiguous byte range of ivf_rows and of ivf_codes. Loading (`Ivf`)
-assembles a FAISS IndexIVFScalarQuantizer from them without training; lists enter its inverted
-lists only through `Ivf.ensure`, for the lists a search probes, so a reader that fetches
-byte ranges can supply just those. The codes encode the vectors themselves (not residuals to
-their centroid): measured as good, and a list's codes do not depend on its centroid.
+assembles a FAISS IVF index from them without training; lists enter its inverted lists only
+through `Ivf.ensure`, for the lists a search probes, so a reader that fetches byte ranges can
+supply just those. The codes encode the vectors themselves (not residuals to their centroid):
+a list's codes do not depend on its centroid.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+
+from memlake.search import ivf_codes
 
 if TYPE_CHECKING:
     import faiss
@@ -44,15 +48,19 @@ EXACT_BELOW = 4096
 #: k-means: training points per centroid (a sample) and iterations
 TRAIN_PER_LIST = 16
 NITER = 4
-#: codes of residuals to the centroid (False: of the vectors; decision 1301)
-BY_RESIDUAL = False
+#: how new shards code their list entries: "pq4" (format 4, fast-scan) or "sq8" (format 3)
+CODES = "pq4"
 #: a search over n IVF shards probes the n x PLAN_PER_SHARD lists whose centroids are nearest
 #: to the query over all of them, each shard at least PLAN_LEAST and at most PLAN_MOST of its
 #: own (decision 1303); a shard with none of them is not searched
-PLAN_PER_SHARD = 40
+PLAN_PER_SHARD = 56
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
-ARRAYS = ("ivf_centroids", "ivf_sq", "ivf_offsets", "ivf_rows", "ivf_codes")
+ARRAYS = (
+    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_blocks", "ivf_offsets", "ivf_rows", "ivf_codes",
+)  # fmt: skip
+#: what every IVF shard has, whatever its codes
+REQUIRED = ("ivf_centroids", "ivf_offsets", "ivf_rows", "ivf_codes")
 
 
 def nlist_for(rows: int) -> int:
@@ -61,7 +69,7 @@ def nlist_for(rows: int) -> int:
 
 def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
     """The IVF arrays of `vectors` (rows x dim, unit): k-means on a sample, every row assigned
-    to its nearest centroid, 8-bit codes."""
+    to its nearest centroid, codes of kind CODES (memlake.search.ivf_codes)."""
     import faiss
 
     rows, dim = vectors.shape
@@ -88,17 +96,16 @@ def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
     order = np.argsort(lists, kind="stable")
     offsets = np.zeros(nlist + 1, np.int64)
     np.cumsum(np.bincount(lists, minlength=nlist), out=offsets[1:])
-    data = x - centroids[lists] if BY_RESIDUAL else x
-    sq = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit)
-    sq.train(data)
-    codes = sq.compute_codes(np.ascontiguousarray(data[order]))
-    return {
+    arrays: dict[str, Any] = {
         "ivf_centroids": centroids,
-        "ivf_sq": faiss.vector_to_array(sq.trained).astype(np.float32).reshape(2, dim),
         "ivf_offsets": offsets,
         "ivf_rows": order.astype(np.int32),
-        "ivf_codes": codes.reshape(rows, sq.code_size),
     }
+    if CODES == "pq4" and ivf_codes.supports_pq(rows, dim):
+        arrays.update(ivf_codes.encode_pq(x[order], offsets, seed))
+    else:
+        arrays.update(ivf_codes.encode_sq8(x[order]))
+    return arrays
 
 
 @dataclass(frozen=True)
@@ -163,12 +170,10 @@ class Ivf:
         self._lists = lists or self._slice
         coarse = faiss.IndexFlatIP(dim)
         coarse.add(self.centroids)
-        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        index = faiss.IndexIVFScalarQuantizer(coarse, dim, self.nlist, qt, ip, BY_RESIDUAL)
+        self.kind = ivf_codes.kind_of(arrays)
+        index = ivf_codes.make_index(self.kind, coarse, dim, self.nlist, arrays)
         index.own_fields = True
         coarse.this.disown()  # type: ignore[attr-defined]  # the index frees it
-        faiss.copy_array_to_vector(np.ravel(arrays["ivf_sq"]).astype(np.float32), index.sq.trained)
-        index.is_trained = True
         index.ntotal = int(self.offsets[-1])
         self.index = index
         self.invlists: Any = index.invlists
@@ -183,7 +188,8 @@ class Ivf:
 
     def _slice(self, no: int) -> tuple[Any, Any]:
         lo, hi = int(self.offsets[no]), int(self.offsets[no + 1])
-        return self._arrays["ivf_rows"][lo:hi], self._arrays["ivf_codes"][lo:hi]
+        a, b = ivf_codes.code_span(self.kind, self._arrays, self.offsets, no)
+        return self._arrays["ivf_rows"][lo:hi], self._arrays["ivf_codes"][a:b]
 
     def ensure(self, list_nos: Any) -> None:
         """Add these lists to the inverted lists if they are not there yet (thread-safe)."""

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memlake.search import ivf
+from memlake.search import ivf, ivf_codes
 from memlake.search.npz_format import bad
 from memlake.search.ranges import RangedNpz, Slice
 
@@ -38,12 +38,10 @@ B = 0.75
 EAGER = (
     "header", "ids", "seq", "t_start", "t_end", "ctx", "doc_len", "vocab", "indptr",
     "p_doc", "p_start", "p_end", "p_len", "p_indptr", "chunk_doc", "chunk_passage",
-    "ivf_centroids", "ivf_sq", "ivf_offsets",
+    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_blocks", "ivf_offsets",
 )  # fmt: skip
 #: read by ranges when a search needs them (their headers come with the eager round)
 ON_DEMAND = ("indices", "tf", "p_indices", "p_tf", "vectors", "ivf_rows", "ivf_codes")
-#: FAISS keeps an int64 id beside each code in its inverted lists
-LIST_ID_BYTES = 8
 
 Postings = list[tuple[I32, F32] | None]
 
@@ -67,7 +65,7 @@ def fetch_eager(npz: RangedNpz) -> dict[str, Any]:
     of the big members). A shard without the IVF arrays needs all its vectors for its flat
     scan: they are read whole here too."""
     names = set(npz.names)
-    has_ivf = all(n in names for n in ivf.ARRAYS)
+    has_ivf = all(n in names for n in ivf.REQUIRED)
     eager = [n for n in EAGER if n in names and (has_ivf or not n.startswith("ivf_"))]
     if not has_ivf and "vectors" in names:
         eager.append("vectors")
@@ -154,8 +152,8 @@ class ShardIvf(ivf.Ivf):
         self._batch: dict[int, tuple[Any, Any]] = {}
         self._count_lock = threading.Lock()
         super().__init__(arrays, dim, lists=None if npz is None else self._fetched)
-        self._sizes = np.diff(self.offsets)
-        self._entry = int(self.index.code_size) + LIST_ID_BYTES
+        sizes = np.diff(self.offsets)
+        self._list_bytes = ivf_codes.list_bytes(self.kind, self.index, arrays, sizes)
 
     @property
     def nbytes(self) -> int:
@@ -175,14 +173,18 @@ class ShardIvf(ivf.Ivf):
             with self._count_lock:
                 for no in wanted.tolist():
                     self._batch.pop(no, None)
-                held = int(self._sizes[self._have].sum()) * self._entry
+                held = int(self._list_bytes[self._have].sum())
                 delta, self._held = held - self._held, held
         if delta:
             self._grew(delta)
 
     def _slices(self, nos: Any) -> list[Slice]:
-        spans = zip(self.offsets[nos].tolist(), self.offsets[nos + 1].tolist(), strict=True)
-        return [Slice(n, lo, hi) for lo, hi in spans for n in ("ivf_rows", "ivf_codes")]
+        out = []
+        for no in np.asarray(nos).tolist():
+            lo, hi = int(self.offsets[no]), int(self.offsets[no + 1])
+            a, b = ivf_codes.code_span(self.kind, self._arrays, self.offsets, no)
+            out += [Slice("ivf_rows", lo, hi), Slice("ivf_codes", a, b)]
+        return out
 
     def _prefetch(self, nos: Any) -> None:
         assert self._npz is not None
@@ -199,10 +201,10 @@ class ShardIvf(ivf.Ivf):
             rows, codes = self._npz.many(self._slices(np.array([no])), memory=False)
             got = rows, codes
         rows, codes = got
-        size = self.index.code_size
         key = self._npz.key if self._npz else "ivf"
-        if codes.ndim != 2 or codes.shape[1] != size or len(codes) != len(rows):
-            raise bad(key, f"list {no}'s codes are not {len(rows)} x {size} bytes")
+        wrong = ivf_codes.check_codes(self.kind, self.index, len(rows), codes)
+        if wrong is not None:
+            raise bad(key, f"list {no}: {wrong}")
         if len(rows) and (rows.min() < 0 or rows.max() >= int(self.offsets[-1])):
             raise bad(key, f"list {no} names no vector row")
         return rows, codes

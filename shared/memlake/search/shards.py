@@ -42,7 +42,6 @@ import numpy as np
 from memlake.errors import ConfigurationError
 from memlake.ids import new_id
 from memlake.lake import keys
-from memlake.search.index import FORMAT as SHARD_FORMAT
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import Rows, build, docs_of
 from memlake.store.base import ObjectStore
@@ -57,6 +56,9 @@ FANOUT = 8
 MAX_TIER = 2
 DEAD_FRACTION = 0.25
 MAX_CONTEXTS = 32
+#: shards of an older format than this are rebuilt: 1 has no passage postings (decision
+#: 1201), 2 no IVF index (1301)
+UPGRADE_BELOW = 3
 UPGRADES_PER_COMMIT = 1  # older-format sealed shards rebuilt by one write
 
 
@@ -215,8 +217,10 @@ def needs_purge(info: ShardInfo) -> bool:
 
 
 def outdated(info: ShardInfo) -> bool:
-    """A shard in an older object format (no passage postings): rebuilt by the layout."""
-    return info.format < SHARD_FORMAT
+    """A shard in an object format without passage postings or IVF index: rebuilt by the
+    layout. A format-3 shard (SQ8 codes) searches as well as a format-4 one, only slower:
+    retraining its IVF in a write (seconds) is not worth it; merges and purges rewrite it."""
+    return info.format < UPGRADE_BELOW
 
 
 class Layout:
