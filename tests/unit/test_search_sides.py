@@ -4,6 +4,7 @@ the same results as one thread, every task run once, errors raised to the caller
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,17 @@ def test_two_threads_find_what_one_thread_finds(
         helped.append(threading.current_thread().name)
         return real(self, *args, **kwargs)
 
+    real_bm25 = sides.bm25_shard
+
+    def slow_bm25(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.02)  # the caller is busy long enough for the pool thread to start
+        return real_bm25(*args, **kwargs)
+
     monkeypatch.setattr(Shard, "vector_top", spy)
+    monkeypatch.setattr(sides, "bm25_shard", slow_bm25)
     assert _results(ctx, QUERIES[0]) == shared[QUERIES[0]]
     assert any(name.startswith("memlake-search") for name in helped)  # the pool helped
+    monkeypatch.setattr(sides, "bm25_shard", real_bm25)
     monkeypatch.setattr(sides, "_pool", NeverStarted)
     helped.clear()
     alone = {q: _results(ctx, q) for q in QUERIES}
