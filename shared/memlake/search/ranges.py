@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from memlake.pools import LazyPool
 from memlake.search.npz_format import (
     EOCD,
     ArrayInfo,
@@ -47,16 +47,7 @@ HEAD_BYTES = 1 << 10  # local header (~55 B) + .npy header (128 B) + small membe
 COALESCE_GAP = 256 << 10  # read over a gap this small rather than make another request
 RANGE_THREADS = 8
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(RANGE_THREADS, thread_name_prefix="memlake-range")
-        return _pool
+_POOL = LazyPool(RANGE_THREADS, "memlake-range")
 
 
 class Slice(NamedTuple):
@@ -122,7 +113,7 @@ class RangedNpz:
         missing = [i for i, data in enumerate(out) if data is None]
         groups = coalesce([ranges[i] for i in missing], self.gap)
         if len(groups) > 1:
-            blocks = list(_executor().map(lambda g: self._get(g[0], g[1]), groups))
+            blocks = list(_POOL.get().map(lambda g: self._get(g[0], g[1]), groups))
         else:
             blocks = [self._get(g[0], g[1]) for g in groups]
         for (start, _, idx), block in zip(groups, blocks, strict=True):

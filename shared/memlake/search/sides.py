@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlake.pools import LazyPool
 from memlake.search import ivf
 from memlake.search.fusion import cosine_score
 from memlake.search.index import Shard
@@ -146,13 +147,8 @@ def _taker(tasks: list[Task]) -> Callable[[], Task | None]:
     return take
 
 
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
+_HELPERS = LazyPool(HELPERS, "memlake-search")
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(HELPERS, thread_name_prefix="memlake-search")
-        return _executor
+    return _HELPERS.get()
