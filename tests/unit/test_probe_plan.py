@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from memlake.search import ivf, sides
-from memlake.search import shards as layout
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import build
 from tests.integration.test_search_index import HashEmbedder, found, make, put, state
+from tests.support.tiny_layout import tiny_ivf_layout
 from tests.unit.test_vector_scan_sq8 import DIM, TOPICS, _exact, _mixtures, _unit
 
 ROWS_PER_DOC = 16
@@ -207,12 +207,7 @@ def test_a_lake_search_plans_across_its_ivf_shards(
 ) -> None:
     """Through query.search (tiny layout and IVF sizes): two IVF shards, planned probes passed
     to them, a shard with no planned list not searched, every episode still found."""
-    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
-    monkeypatch.setattr(layout, "FANOUT", 2)
-    monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 4)
-    monkeypatch.setattr(ivf, "ROWS_PER_LIST", 2)
-    monkeypatch.setattr(ivf, "NPROBE", 1)
-    monkeypatch.setattr(ivf, "EXACT_BELOW", 0)
+    tiny_ivf_layout(monkeypatch, nprobe=1)
     lake, ctx = make(tmp_path, HashEmbedder())
     ids = [put(lake, f"note number{i} about topic{i % 3}") for i in range(21)]
     assert sum(s.format == 4 and s.docs >= 4 for s in state(lake).shards) == 2

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from memlake.search import ivf, sides
-from memlake.search import shards as layout
+from memlake.search import sides
 from memlake.search.index import Shard
 from memlake.search.query import search
 from tests.integration.test_search_index import HashEmbedder, T, make, put, state
+from tests.support.tiny_layout import tiny_ivf_layout
 
 
 class NeverStarted:
@@ -29,11 +29,7 @@ class NeverStarted:
 @pytest.fixture
 def lake_ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Three shards or more, one with an IVF index at least (tiny layout and IVF sizes)."""
-    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
-    monkeypatch.setattr(layout, "FANOUT", 2)
-    monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 4)
-    monkeypatch.setattr(ivf, "ROWS_PER_LIST", 2)
-    monkeypatch.setattr(ivf, "EXACT_BELOW", 0)
+    tiny_ivf_layout(monkeypatch)
     lake, ctx = make(tmp_path, HashEmbedder())
     ids = [put(lake, f"note number{i} about topic{i % 3} and colour{i % 5}") for i in range(23)]
     assert len(state(lake).shards) >= 3
@@ -146,3 +142,23 @@ def test_a_vector_task_waits_for_the_probe_plan(
     monkeypatch.setattr(Shard, "vector_top", spy)
     _results(ctx, "topic1 colour2")
     assert seen and all(seen)
+
+
+def test_a_failed_plan_frees_the_pool_thread(
+    lake_ctx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool thread waits for the caller's probe plan: when planning fails it must not wait
+    forever (each such search would take a pool thread for good)."""
+    _, ctx = lake_ctx
+    pool = ThreadPoolExecutor(1)
+    monkeypatch.setattr(sides, "_pool", lambda: pool)
+
+    def broken_plan(*args: Any) -> Any:
+        time.sleep(0.05)  # the pool thread is waiting for the plan by now
+        raise RuntimeError("centroids unreadable")
+
+    monkeypatch.setattr(sides, "probe_plans", broken_plan)
+    with pytest.raises(RuntimeError, match="centroids unreadable"):
+        _results(ctx, "topic1 colour2")
+    assert pool.submit(lambda: "free").result(timeout=5) == "free"
+    pool.shutdown()

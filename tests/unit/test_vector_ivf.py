@@ -19,6 +19,7 @@ from memlake.search import shards as layout
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import build
 from tests.integration.test_search_index import HashEmbedder, found, make, put, state
+from tests.support.tiny_layout import tiny_ivf_layout
 from tests.unit.test_vector_scan_sq8 import DIM, TOPICS, _exact, _mixtures, _unit
 
 ROWS_PER_DOC = 16
@@ -253,12 +254,7 @@ def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the lake: tail, seal and merges (tiny layout and IVF sizes), filters inside."""
-    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
-    monkeypatch.setattr(layout, "FANOUT", 2)
-    monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 8)
-    monkeypatch.setattr(ivf, "ROWS_PER_LIST", 2)
-    monkeypatch.setattr(ivf, "NPROBE", 1)
-    monkeypatch.setattr(ivf, "EXACT_BELOW", 0)
+    tiny_ivf_layout(monkeypatch, ivf_min_rows=8, nprobe=1)
     emb = HashEmbedder()
     lake, ctx = make(tmp_path, emb)
     ids = [put(lake, f"note number{i} about topic{i % 3}", context=f"c{i % 2}") for i in range(21)]
@@ -272,3 +268,52 @@ def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
         got = found(ctx, f"number{i} topic{i % 3}", context="c1")
         assert eid in got if i % 2 else eid not in got
         assert set(got) <= {e for j, e in enumerate(ids) if j % 2}
+
+
+def _damaged(data: bytes, damage: str) -> bytes:
+    arrays = _arrays(data)
+    if damage == "codes cut short":
+        arrays["ivf_codes"] = arrays["ivf_codes"][:-1]
+    elif damage == "a row out of range":
+        arrays["ivf_rows"] = arrays["ivf_rows"].copy()
+        arrays["ivf_rows"][0] = len(arrays["vectors"]) + 7
+    else:  # list boundaries moved: PQ's code blocks no longer match the entries
+        key = "ivf_blocks" if "ivf_blocks" in arrays else "ivf_offsets"
+        arrays[key] = arrays[key].copy()
+        arrays[key][1:-1] += 1
+    sink = io.BytesIO()
+    np.savez(sink, **arrays)
+    return sink.getvalue()
+
+
+DAMAGES = ["codes cut short", "a row out of range", "lists shifted"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("ranged", [False, True], ids=["whole", "ranged"])
+def test_ivf_arrays_that_disagree_are_a_clear_error_not_a_read_past_the_end(
+    data: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str, ranged: bool
+) -> None:
+    """FAISS copies a list's codes by its entry count: codes shorter than that, or rows naming
+    no vector, must be refused before FAISS sees them, for a whole shard as for a ranged one."""
+    from memlake.errors import CorruptObject
+    from memlake.search.ranges import RangedNpz
+    from memlake.store.local import LocalStore
+
+    bad = _damaged(data, damage)
+    if ranged:
+        store = LocalStore(tmp_path)
+        store.put("s.npz", bad)
+        shard = Shard.from_ranges(RangedNpz(store, "s.npz", len(bad), gap=1 << 10))
+    else:
+        shard = Shard.from_bytes(bad)
+    monkeypatch.setattr(ivf, "NPROBE", 10**6)  # every list: the damaged one too
+    q = _queries(shard, 1)[0]
+    if damage == "lists shifted" and shard.format == 3:
+        # SQ8 lists take rows and codes by the same offsets: entries move between lists, in
+        # step with their codes, and the exact re-score still gives the exact top 10
+        whole = Shard.from_bytes(bad)  # the exact reference reads every vector
+        assert shard.vector_top(q, None, 10)[0].tolist() == _exact(whole, q, None, 10)[0]
+        return
+    with pytest.raises(CorruptObject, match="list"):
+        shard.vector_top(q, None, 10)

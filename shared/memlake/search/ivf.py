@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from memlake.errors import CorruptObject
 from memlake.search import ivf_codes
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ class Ivf:
         arrays: Mapping[str, Any],
         dim: int,
         lists: Callable[[int], tuple[Any, Any]] | None = None,
+        name: str = "a shard's IVF index",
     ) -> None:
         import faiss
 
@@ -176,6 +178,8 @@ class Ivf:
         coarse.this.disown()  # type: ignore[attr-defined]  # the index frees it
         index.ntotal = int(self.offsets[-1])
         self.index = index
+        self.name = name  # for errors: the shard's key when known
+        self._per, self._row_bytes = ivf_codes.packing(self.kind, index)
         self.invlists: Any = index.invlists
         self.coarse = coarse
         self._have = np.zeros(self.nlist, bool)
@@ -196,7 +200,8 @@ class Ivf:
         import faiss
 
         wanted = np.unique(np.asarray(list_nos, np.int64))
-        wanted = wanted[(wanted >= 0) & ~self._have[wanted]]
+        wanted = wanted[(wanted >= 0) & (wanted < self.nlist)]
+        wanted = wanted[~self._have[wanted]]
         if not len(wanted):
             return
         with self._lock:
@@ -204,6 +209,12 @@ class Ivf:
                 if self._have[no]:
                     continue
                 rows, codes = self._lists(no)
+                vectors = int(self.offsets[-1])
+                wrong = ivf_codes.check_list(rows, codes, self._per, self._row_bytes, vectors)
+                if wrong is not None:  # checked here, whole or ranged: FAISS would read past it
+                    raise CorruptObject(
+                        f"{self.name}: list {no}: {wrong}", hint="rebuild the object"
+                    )
                 if len(rows):
                     ids = np.ascontiguousarray(rows, dtype=np.int64)
                     codes = np.ascontiguousarray(codes, dtype=np.uint8)

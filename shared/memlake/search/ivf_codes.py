@@ -76,9 +76,13 @@ def make_index(
     return index
 
 
-def block_size(index: faiss.IndexIVF) -> int:
-    """Bytes of one packed block of a pq4 index (32 vectors)."""
-    return int(index.get_CodePacker().block_size)
+def packing(kind: str, index: faiss.IndexIVF) -> tuple[int, int]:
+    """(entries per row of ivf_codes, bytes of such a row): one 32-vector block for pq4, one
+    code for sq8. A list of n entries takes ceil(n / entries) rows."""
+    if kind == "pq4":
+        packer = index.get_CodePacker()
+        return int(packer.nvec), int(packer.block_size)
+    return 1, int(index.code_size)
 
 
 def encode_pq(vectors: F32, offsets: I64, seed: int) -> dict[str, Any]:
@@ -140,23 +144,20 @@ def code_span(kind: str, arrays: Mapping[str, Any], offsets: I64, no: int) -> tu
     return int(offsets[no]), int(offsets[no + 1])
 
 
-def list_bytes(kind: str, index: faiss.IndexIVF, arrays: Mapping[str, Any], sizes: I64) -> I64:
-    """Bytes FAISS holds for each list once added: codes (packed blocks for pq4) and an int64
-    id per entry."""
+def list_bytes(sizes: I64, per: int, row_bytes: int) -> I64:
+    """Bytes FAISS holds for lists of `sizes` entries once added: their rows of codes (see
+    `packing`) and an int64 id per entry."""
     entries = np.asarray(sizes, np.int64)
-    if kind == "pq4":
-        blocks = np.diff(np.asarray(arrays["ivf_blocks"], np.int64))
-        return np.asarray(entries * 8 + blocks * block_size(index), np.int64)
-    return np.asarray(entries * (8 + int(index.code_size)), np.int64)
+    return np.asarray(entries * 8 + -(-entries // per) * row_bytes, np.int64)
 
 
-def check_codes(kind: str, index: faiss.IndexIVF, rows: int, codes: U8) -> str | None:
-    """Why a list's fetched codes do not fit `rows` entries (None: they do)."""
-    if kind == "pq4":
-        per, size = 32, block_size(index)
-        want = (-(-rows // per), size)
-    else:
-        want = (rows, int(index.code_size))
+def check_list(rows: Any, codes: U8, per: int, row_bytes: int, vectors: int) -> str | None:
+    """Why a list's (rows, codes) cannot go into FAISS (None: they can): FAISS copies
+    ceil(len(rows) / per) x row_bytes bytes of codes, so a shorter array would be read past
+    its end, and every row must name one of the shard's `vectors` rows."""
+    want = (-(-len(rows) // per), row_bytes)
     if codes.ndim != 2 or tuple(codes.shape) != want:
         return f"its codes are {tuple(codes.shape)}, not {want}"
+    if len(rows) and (int(np.min(rows)) < 0 or int(np.max(rows)) >= vectors):
+        return "it names no vector row"
     return None

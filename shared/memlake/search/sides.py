@@ -2,11 +2,12 @@
 
 A search's work is one BM25 task and one vector task per shard (memlake.search.retrieve,
 memlake.search.index.Shard.vector_top), ~0.3-0.9 ms each at 100k episodes. The caller's thread
-and one pool thread take tasks from one list until it is empty: numpy's and faiss's big loops
-release the GIL, so on two cores the tasks overlap; with one core the threads take turns, as if
-run in sequence. BM25 tasks come first, so the pool thread starts on them while the caller plans
-the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303). Results merge
-in shard order, as a sequential run would give them (Found.ranked breaks ties by id anyway).
+plans the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303), runs
+every BM25 task, then joins one pool thread in taking the vector tasks until none is left:
+faiss's scans release the GIL, numpy's `add.at` in BM25 does not, so sharing BM25 tasks would
+only make the threads wait for each other. With one core the threads take turns, as if run in
+sequence. Results merge in shard order, as a sequential run would give them (Found.ranked
+breaks ties by id anyway). When the caller fails, the pool thread stops taking tasks.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class Sides:
         self.qvec: np.ndarray | None = None
         self.plans: dict[int, ivf.Probes] = {}
         self._planned = threading.Event()
+        self._stopped = False
 
     def run(
         self, term_ids: list[list[int]], idf: list[float], total_idf: float, qvec: Any
@@ -92,11 +94,16 @@ class Sides:
         helper = None
         if qvec is not None and len(tasks) > 1:  # helps with the vector tasks only
             helper = _pool().submit(self._work, vector, done)
-        if qvec is not None:
-            self.plans = probe_plans(self.shards, self.masks, qvec)
-        self._planned.set()
-        self._work(bm25, done)
-        self._work(vector, done)
+        try:
+            if qvec is not None:
+                self.plans = probe_plans(self.shards, self.masks, qvec)
+            self._planned.set()
+            self._work(bm25, done)
+            self._work(vector, done)
+        except BaseException:
+            self._stopped = True  # the pool thread takes no further task and is freed
+            self._planned.set()
+            raise
         if helper is not None and not helper.cancel():  # not started: every task is done
             helper.result()
         found = {"bm25": Found(), "vector": Found()}
@@ -107,7 +114,7 @@ class Sides:
         return found["bm25"], found["vector"]
 
     def _work(self, take: Callable[[], Task | None], done: dict[Task, Any]) -> None:
-        while (task := take()) is not None:
+        while not self._stopped and (task := take()) is not None:
             side, no = task
             done[task] = self._bm25(no) if side == "bm25" else self._vector(no)
 
@@ -121,6 +128,8 @@ class Sides:
 
     def _vector(self, no: int) -> tuple[Any, ...] | None:
         self._planned.wait()  # the probes are planned across shards first
+        if self._stopped:
+            return None
         plan = self.plans.get(no)
         if plan is not None and not len(plan):
             return None  # none of the globally best lists is this shard's (decision 1303)
