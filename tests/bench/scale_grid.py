@@ -1,0 +1,220 @@
+"""Grids behind decisions 1315 and 1316, on a persistent scale tenant (scale_bench.py builds and
+deletes its own; these reuse one):
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/scale_grid.py \
+        build DIR --size 100000 [--codes pq4|sq8]
+    ... scale_grid.py run DIR [--plans 40 56 72] [--one-thread]
+    ... scale_grid.py shard DIR [--lists 40] [--k 240]
+    ... scale_grid.py kernels
+
+- build: the tenant of scale_bench.py (scale_tenant.build, realistic vectors, the 200 query
+  texts and vectors, the exact top-10 of each) written to DIR and kept;
+- run: warm query.search p50 (16 GiB cache, 20 warm-up queries, the second of two passes over
+  200 queries, query vector given) of the hybrid, vector-only (with recall@10 against exact) and
+  BM25-only searches, per probe budget (ivf.PLAN_PER_SHARD); --one-thread keeps the search on
+  its caller's thread (sides' pool never starts);
+- shard: the biggest shard's vectors under each code (SQ8, SQ8 with one range, SQ6, SQ4 and PQ
+  fast-scan 4-bit), its IVF lists probed for 100 real questions: search_preassigned time and
+  how much of the exact top 30 of the probed lists the re-scored top 30 keeps;
+- kernels: BM25's posting accumulate (ufunc.at, fancy indexing, bincount) on one and two
+  threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memlake.config import Settings  # noqa: E402
+from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
+from memlake.search import ivf, sides  # noqa: E402
+from memlake.search.embedding import Searcher  # noqa: E402
+from memlake.search.index import Shard  # noqa: E402
+from memlake.search.query import SearchParams, search  # noqa: E402
+from memlake.store.local import LocalStore  # noqa: E402
+from tests.bench import scale_tenant, search_bench, vectors  # noqa: E402
+from tests.wiring import bare_lake  # noqa: E402
+
+VEC = SearchParams(weights={"bm25": 0.0, "vector": 1.0})
+BM25 = SearchParams(weights={"bm25": 1.0, "vector": 0.0})
+
+
+def build(root: Path, size: int, codes: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    ivf.CODES = codes
+    search_bench.WORDS = 600
+    real = vectors.real()
+    texts, qvecs = search_bench.query_texts(200), vectors.queries(real, 200)
+    (root / "queries.json").write_text(json.dumps(texts))
+    np.save(root / "queries.npy", qvecs)
+    tenant = scale_tenant.build(
+        bare_lake(LocalStore(root)), root, size, MiniLMEmbedder.shared().name,
+        lambda no, docs: vectors.passages(real, docs, scale_tenant.PER, seed=1000 + no), qvecs,
+    )  # fmt: skip
+    np.save(root / "exact_episodes.npy", tenant.exact.episodes)
+    (root / "ids.json").write_text(json.dumps(tenant.ids))
+
+
+class _NeverStarted:
+    def submit(self, *args: Any, **kwargs: Any) -> Future[None]:
+        return Future()
+
+
+def run(root: Path, plans: list[int], one_thread: bool) -> None:
+    if one_thread:
+        sides._pool = _NeverStarted  # type: ignore[assignment]
+    texts = json.loads((root / "queries.json").read_text())
+    qvecs = np.load(root / "queries.npy")
+    ids = json.loads((root / "ids.json").read_text())
+    exact = np.load(root / "exact_episodes.npy")
+    lake = bare_lake(LocalStore(root))
+    svc = Searcher(Settings(), embedder=MiniLMEmbedder.shared(), cache_bytes=16 << 30)
+
+    def p50(params: SearchParams | None, recall: bool = False) -> tuple[float, float | None]:
+        times, got = [], []
+        for i in range(len(texts)):
+            kw = {"params": params} if params is not None else {}
+            t0 = time.perf_counter()
+            hits = search(
+                lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, recency=False,
+                query_vector=qvecs[i], **kw,
+            )  # fmt: skip
+            times.append((time.perf_counter() - t0) * 1000)
+            if recall:
+                got.append(len({ids[e] for e in exact[i].tolist()} & {h.id for h in hits}) / 10)
+        return round(statistics.median(times), 2), (round(statistics.mean(got), 3) if got else None)
+
+    for i in range(20):
+        search(lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, query_vector=qvecs[i])
+    for plan in plans:
+        ivf.PLAN_PER_SHARD = plan
+        for _ in range(2):  # the first pass adds the lists it probes to FAISS
+            hybrid, (vec, recall), bm25 = p50(None), p50(VEC, True), p50(BM25)
+        print(f"plan {plan}: hybrid {hybrid[0]} ms, vector-only {vec} ms (recall@10 {recall}),"
+              f" BM25-only {bm25[0]} ms", flush=True)  # fmt: skip
+
+
+def shard_codes(root: Path, lists: int, k: int) -> None:
+    import faiss
+
+    paths = sorted(root.glob("tenants/*/search/*.npz"), key=lambda p: -p.stat().st_size)
+    shard = Shard.from_bytes(paths[0].read_bytes())
+    x = np.ascontiguousarray(shard.vectors, np.float32)
+    dim, held = x.shape[1], shard.ivf_index()
+    assert held is not None, "the biggest shard has no IVF index"
+    queries = np.load(root / "queries.npy").astype(np.float32)[:100]
+    flat = faiss.IndexFlatIP(dim)
+    flat.add(held.centroids)
+    assign = flat.search(x, 1)[1][:, 0]  # each row's list, as the indexes below assign it
+    members = [np.flatnonzero(assign == no) for no in range(held.nlist)]
+    sq = faiss.ScalarQuantizer
+    kinds: dict[str, Any] = {
+        "SQ8": sq.QT_8bit, "SQ8, one range": sq.QT_8bit_uniform, "SQ6": sq.QT_6bit,
+        "SQ4": sq.QT_4bit, "PQ fast-scan 4-bit": "pq",
+    }  # fmt: skip
+    for name, qt in kinds.items():
+        coarse = faiss.IndexFlatIP(dim)
+        coarse.add(held.centroids)
+        ip = faiss.METRIC_INNER_PRODUCT
+        if qt == "pq":
+            index: Any = faiss.IndexIVFPQFastScan(coarse, dim, held.nlist, dim // 4, 4, ip)
+            index.by_residual = False
+        else:
+            index = faiss.IndexIVFScalarQuantizer(coarse, dim, held.nlist, qt, ip, False)
+        index.train(x[:: max(1, len(x) // 16384)])
+        index.add_with_ids(x, np.arange(len(x), dtype=np.int64))
+        spent, kept = 0.0, []
+        for q in queries:
+            q1 = q[None]
+            dq, iq = coarse.search(q1, lists)
+            params = faiss.SearchParametersIVF()
+            params.nprobe = lists
+            dist, idx = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+            sp = faiss.swig_ptr
+            t0 = time.perf_counter()
+            index.search_preassigned_c(
+                1, sp(q1), k, sp(iq), sp(dq), sp(dist), sp(idx), False, params
+            )
+            spent += time.perf_counter() - t0
+            cand = idx[0][idx[0] >= 0]
+            inlists = np.concatenate([members[no] for no in iq[0]])
+            best = set(inlists[np.argsort(-(x[inlists] @ q))[:30]].tolist())
+            got = set(cand[np.argsort(-(x[cand] @ q))[:30]].tolist())
+            kept.append(len(best & got) / 30)
+        us = spent / len(queries) * 1e6
+        print(f"{name}: {us:.0f} us a search, exact top 30 kept {np.mean(kept):.3f}", flush=True)
+
+
+def kernels() -> None:
+    rng = np.random.default_rng(0)
+    n = 81920
+    # int32, as a shard stores its postings (numpy converts them for every fancy index)
+    docs = np.sort(rng.choice(n, 60000, replace=False)).astype(np.int32)
+    sat = rng.random(60000).astype(np.float32)
+
+    def one(how: str, reps: int) -> None:
+        s = np.zeros(n, np.float64 if how == "bincount" else np.float32)
+        for _ in range(reps):
+            if how == "ufunc.at":
+                np.add.at(s, docs, sat)
+            elif how == "fancy":
+                s[docs] += sat
+            else:
+                s += np.bincount(docs, sat, minlength=n)
+
+    for how in ("ufunc.at", "fancy", "bincount"):
+        one(how, 50)
+        t0 = time.perf_counter()
+        one(how, 400)
+        alone = (time.perf_counter() - t0) / 400 * 1e6
+        pair = [threading.Thread(target=one, args=(how, 200)) for _ in range(2)]
+        t0 = time.perf_counter()
+        for t in pair:
+            t.start()
+        for t in pair:
+            t.join()
+        both = (time.perf_counter() - t0) / 400 * 1e6
+        print(f"{how}: {alone:.0f} us a 60k-entry posting on one thread, {both:.0f} on two")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("root", type=Path)
+    b.add_argument("--size", type=int, default=100000)
+    b.add_argument("--codes", choices=["pq4", "sq8"], default="pq4")
+    r = sub.add_parser("run")
+    r.add_argument("root", type=Path)
+    r.add_argument("--plans", type=int, nargs="+", default=[ivf.PLAN_PER_SHARD])
+    r.add_argument("--one-thread", action="store_true")
+    s = sub.add_parser("shard")
+    s.add_argument("root", type=Path)
+    s.add_argument("--lists", type=int, default=40)
+    s.add_argument("--k", type=int, default=240)
+    sub.add_parser("kernels")
+    args = parser.parse_args()
+    if args.cmd == "build":
+        build(args.root, args.size, args.codes)
+    elif args.cmd == "run":
+        run(args.root, args.plans, args.one_thread)
+    elif args.cmd == "shard":
+        shard_codes(args.root, args.lists, args.k)
+    else:
+        kernels()
+
+
+if __name__ == "__main__":
+    main()
