@@ -33,7 +33,7 @@ A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's wei
 Format 3 adds, to a shard of at least ivf.IVF_MIN_ROWS vector rows, an IVF index with 8-bit
 codes trained when the shard is written (ivf_centroids, ivf_sq, ivf_offsets, ivf_rows,
 ivf_codes: memlake.search.ivf); format 4 codes its lists with 4-bit PQ for FAISS's fast-scan
-(ivf_pq, ivf_blocks: memlake.search.ivf_codes, decision 1316). Formats 2 and 3 still load and
+(ivf_pq: memlake.search.ivf_codes, decision 1316). Formats 2 and 3 still load and
 search; the layout rebuilds a format-2 shard from its stored vectors, and a format-3 one when
 a merge or purge rewrites it anyway.
 

@@ -8,7 +8,7 @@ Trained once, when a shard is written (`train`), and stored as plain arrays of t
     ivf_rows       int32 (rows,)         vector row of each entry, grouped by list
     ivf_codes      uint8                 the entries' codes, list by list, and the quantiser's
                                          arrays: memlake.search.ivf_codes (format 4: PQ
-                                         fast-scan blocks, ivf_pq and ivf_blocks; format 3:
+                                         fast-scan blocks and ivf_pq; format 3:
                                          SQ8 codes, ivf_sq)
 
 so each list is one contiguous byte range of ivf_rows and of ivf_codes. Loading (`Ivf`)
@@ -58,7 +58,7 @@ PLAN_PER_SHARD = 56
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
 ARRAYS = (
-    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_blocks", "ivf_offsets", "ivf_rows", "ivf_codes",
+    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets", "ivf_rows", "ivf_codes",
 )  # fmt: skip
 #: what every IVF shard has, whatever its codes
 REQUIRED = ("ivf_centroids", "ivf_offsets", "ivf_rows", "ivf_codes")
@@ -180,6 +180,7 @@ class Ivf:
         self.index = index
         self.name = name  # for errors: the shard's key when known
         self._per, self._row_bytes = ivf_codes.packing(self.kind, index)
+        self._code_starts = ivf_codes.code_starts(self.offsets, self._per)
         self.invlists: Any = index.invlists
         self.coarse = coarse
         self._have = np.zeros(self.nlist, bool)
@@ -192,7 +193,7 @@ class Ivf:
 
     def _slice(self, no: int) -> tuple[Any, Any]:
         lo, hi = int(self.offsets[no]), int(self.offsets[no + 1])
-        a, b = ivf_codes.code_span(self.kind, self._arrays, self.offsets, no)
+        a, b = int(self._code_starts[no]), int(self._code_starts[no + 1])
         return self._arrays["ivf_rows"][lo:hi], self._arrays["ivf_codes"][a:b]
 
     def ensure(self, list_nos: Any) -> None:

@@ -7,8 +7,8 @@
   list's codes are stored already packed the way FAISS scans them: blocks of 32 vectors
   (`block_size` bytes each, the last padded), so adding a list to the index is one copy and a
   ranged reader fetches a list as one byte range. Arrays: ivf_pq (dim/4 * 16, 4) float32
-  centroids, ivf_blocks (nlist + 1) int64 block offsets of the lists, ivf_codes (blocks,
-  block_size) uint8.
+  centroids, ivf_codes (blocks, block_size) uint8; list i's blocks follow from the entry
+  counts (`code_starts`), so nothing stored can disagree with ivf_offsets.
 - "sq8" (format 3, read only): 8-bit scalar quantisation of each dimension; ivf_sq (2, dim)
   float32 and ivf_codes (rows, dim) uint8 in list order.
 
@@ -102,9 +102,7 @@ def encode_pq(vectors: F32, offsets: I64, seed: int) -> dict[str, Any]:
     probe = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(dim), dim, 1, pq.M, PQ_BITS)
     packer = probe.get_CodePacker()
     per, size = int(packer.nvec), int(packer.block_size)
-    counts = np.diff(offsets)
-    blocks = np.zeros(nlist + 1, np.int64)
-    np.cumsum(-(-counts // per), out=blocks[1:])
+    blocks = code_starts(offsets, per)
     packed = np.zeros((int(blocks[-1]), size), np.uint8)
     chunk = np.zeros((per, codes.shape[1]), np.uint8)
     sp = faiss.swig_ptr
@@ -117,7 +115,6 @@ def encode_pq(vectors: F32, offsets: I64, seed: int) -> dict[str, Any]:
             packer.pack_all(sp(chunk), sp(packed[int(blocks[no]) + b]))
     return {
         "ivf_pq": faiss.vector_to_array(pq.centroids).astype(np.float32).reshape(-1, pq.dsub),
-        "ivf_blocks": blocks,
         "ivf_codes": packed,
     }
 
@@ -136,12 +133,13 @@ def encode_sq8(vectors: F32) -> dict[str, Any]:
     }
 
 
-def code_span(kind: str, arrays: Mapping[str, Any], offsets: I64, no: int) -> tuple[int, int]:
-    """Rows of ivf_codes that hold list `no`."""
-    if kind == "pq4":
-        blocks = arrays["ivf_blocks"]
-        return int(blocks[no]), int(blocks[no + 1])
-    return int(offsets[no]), int(offsets[no + 1])
+def code_starts(offsets: I64, per: int) -> I64:
+    """The first row of ivf_codes of each list (and the end), for lists of the entries that
+    `offsets` gives, `per` entries a row (see `packing`; 1: the offsets themselves)."""
+    counts = np.diff(np.asarray(offsets, np.int64))
+    starts = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(-(-counts // per), out=starts[1:])
+    return starts
 
 
 def list_bytes(sizes: I64, per: int, row_bytes: int) -> I64:

@@ -38,7 +38,7 @@ B = 0.75
 EAGER = (
     "header", "ids", "seq", "t_start", "t_end", "ctx", "doc_len", "vocab", "indptr",
     "p_doc", "p_start", "p_end", "p_len", "p_indptr", "chunk_doc", "chunk_passage",
-    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_blocks", "ivf_offsets",
+    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets",
 )  # fmt: skip
 #: read by ranges when a search needs them (their headers come with the eager round)
 ON_DEMAND = ("indices", "tf", "p_indices", "p_tf", "vectors", "ivf_rows", "ivf_codes")
@@ -183,7 +183,7 @@ class ShardIvf(ivf.Ivf):
         out = []
         for no in np.asarray(nos).tolist():
             lo, hi = int(self.offsets[no]), int(self.offsets[no + 1])
-            a, b = ivf_codes.code_span(self.kind, self._arrays, self.offsets, no)
+            a, b = int(self._code_starts[no]), int(self._code_starts[no + 1])
             out += [Slice("ivf_rows", lo, hi), Slice("ivf_codes", a, b)]
         return out
 
