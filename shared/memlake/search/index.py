@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memlake.search import ivf
+from memlake.search import ivf, vector_scan
 from memlake.search.shard_bm25 import Bm25Postings
 from memlake.search.shard_source import (
     RangedSource,
@@ -241,7 +241,7 @@ class Shard(Bm25Postings):
             with self._lock:
                 if self._faiss is None:
                     sq8 = len(self.vectors) >= SQ8_MIN_ROWS
-                    self._faiss = ivf.flat_index(self.vectors, self.dim, sq8)
+                    self._faiss = vector_scan.flat_index(self.vectors, self.dim, sq8)
                     self._grew(int(self._faiss.ntotal) * int(self._faiss.sa_code_size()))
         return self._faiss
 
@@ -267,7 +267,7 @@ class Shard(Bm25Postings):
             found = idx[0] >= 0
             return idx[0][found].astype(np.int64), dist[0][found]
         _, idx = index.search(q, depth, params=params)
-        return ivf.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
+        return vector_scan.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
 
     def vector_top(
         self,
@@ -290,7 +290,7 @@ class Shard(Bm25Postings):
             allowed = int(chunk_mask.sum())
             if allowed == 0:
                 return empty[0], empty[1], empty[1], empty[0]
-            params, keep = ivf.row_filter(chunk_mask) if allowed < m else (None, None)
+            params, keep = vector_scan.row_filter(chunk_mask) if allowed < m else (None, None)
             chunk_mask = chunk_mask if allowed < m else None
         q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
         # rows per doc wanted: the nearest rows are mostly of distinct docs; the loop below asks

@@ -29,10 +29,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memlake.errors import CorruptObject
-from memlake.search import ivf_codes
+from memlake.search import ivf_codes, vector_scan
 
 if TYPE_CHECKING:
-    import faiss
+    pass
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -196,13 +196,17 @@ class Ivf:
         a, b = int(self._code_starts[no]), int(self._code_starts[no + 1])
         return self._arrays["ivf_rows"][lo:hi], self._arrays["ivf_codes"][a:b]
 
+    def missing(self, list_nos: Any) -> I64:
+        """Which of these list numbers are real lists not added yet, ascending, once each."""
+        wanted = np.unique(np.asarray(list_nos, np.int64))
+        wanted = wanted[(wanted >= 0) & (wanted < self.nlist)]
+        return wanted[~self._have[wanted]]
+
     def ensure(self, list_nos: Any) -> None:
         """Add these lists to the inverted lists if they are not there yet (thread-safe)."""
         import faiss
 
-        wanted = np.unique(np.asarray(list_nos, np.int64))
-        wanted = wanted[(wanted >= 0) & (wanted < self.nlist)]
-        wanted = wanted[~self._have[wanted]]
+        wanted = self.missing(list_nos)
         if not len(wanted):
             return
         with self._lock:
@@ -277,43 +281,4 @@ class Ivf:
                 if len(rows) >= depth or nprobe >= self.nlist:
                     break
                 probes, nprobe = None, max(1, 4 * nprobe)
-        return rescored(rows, vectors, q, want)
-
-
-def row_filter(rows_mask: Any) -> tuple[Any, Any]:
-    """FAISS search parameters allowing only the rows of `rows_mask`, and what must stay alive
-    while they are used (the selector reads the bitmap during the search)."""
-    import faiss
-
-    bits = np.packbits(rows_mask, bitorder="little")
-    sel = faiss.IDSelectorBitmap(len(rows_mask), faiss.swig_ptr(bits))
-    params = faiss.SearchParameters()
-    params.sel = sel
-    return params, (bits, sel)
-
-
-def rescored(rows: Any, vectors: F32, q: F32, want: int) -> tuple[I64, F32]:
-    """The `want` best of candidate `rows` by exact inner product with `q` (1 x dim), best
-    first: (rows, exact scores)."""
-    exact = vectors[rows] @ q[0]
-    if len(rows) > want:
-        part = np.argpartition(-exact, want - 1)[:want]
-        rows, exact = rows[part], exact[part]
-    order = np.argsort(-exact, kind="stable")
-    return np.asarray(rows, np.int64)[order], exact[order].astype(np.float32)
-
-
-def flat_index(vectors: F32, dim: int, sq8: bool) -> faiss.Index:
-    """An exact flat index of `vectors`, or (sq8) one of 8-bit codes trained on them."""
-    import faiss  # lazily: a cold Lambda that only lists tools never loads it
-
-    index: faiss.Index
-    if sq8:
-        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        index = faiss.IndexScalarQuantizer(dim, qt, ip)
-        index.train(vectors)
-    else:
-        index = faiss.IndexFlatIP(dim)
-    if len(vectors):
-        index.add(vectors)
-    return index
+        return vector_scan.rescored(rows, vectors, q, want)

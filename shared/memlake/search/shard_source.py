@@ -161,9 +161,7 @@ class ShardIvf(ivf.Ivf):
         return self._held
 
     def ensure(self, list_nos: Any) -> None:
-        wanted = np.unique(np.asarray(list_nos, np.int64))
-        wanted = wanted[(wanted >= 0) & (wanted < self.nlist)]
-        wanted = wanted[~self._have[wanted]]
+        wanted = self.missing(list_nos)
         if not len(wanted):
             return
         if self._npz is not None:

@@ -1,0 +1,54 @@
+"""Vector scans every shard kind shares (docs/decisions/1202, 1301): the FAISS filter of a
+row mask, the exact re-score of candidates, and the flat index of a shard without IVF."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import faiss
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+
+def row_filter(rows_mask: Any) -> tuple[Any, Any]:
+    """FAISS search parameters allowing only the rows of `rows_mask`, and what must stay alive
+    while they are used (the selector reads the bitmap during the search)."""
+    import faiss
+
+    bits = np.packbits(rows_mask, bitorder="little")
+    sel = faiss.IDSelectorBitmap(len(rows_mask), faiss.swig_ptr(bits))
+    params = faiss.SearchParameters()
+    params.sel = sel
+    return params, (bits, sel)
+
+
+def rescored(rows: Any, vectors: F32, q: F32, want: int) -> tuple[I64, F32]:
+    """The `want` best of candidate `rows` by exact inner product with `q` (1 x dim), best
+    first: (rows, exact scores)."""
+    exact = vectors[rows] @ q[0]
+    if len(rows) > want:
+        part = np.argpartition(-exact, want - 1)[:want]
+        rows, exact = rows[part], exact[part]
+    order = np.argsort(-exact, kind="stable")
+    return np.asarray(rows, np.int64)[order], exact[order].astype(np.float32)
+
+
+def flat_index(vectors: F32, dim: int, sq8: bool) -> faiss.Index:
+    """An exact flat index of `vectors`, or (sq8) one of 8-bit codes trained on them."""
+    import faiss  # lazily: a cold Lambda that only lists tools never loads it
+
+    index: faiss.Index
+    if sq8:
+        qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexScalarQuantizer(dim, qt, ip)
+        index.train(vectors)
+    else:
+        index = faiss.IndexFlatIP(dim)
+    if len(vectors):
+        index.add(vectors)
+    return index
