@@ -64,6 +64,7 @@ from memlake.search.shard_source import (
     RangedSource,
     RowReader,
     ShardIvf,
+    checked_postings,
     fetch_eager,
     norm_of,
     tfc,
@@ -149,7 +150,7 @@ class Shard(Bm25Postings):
         self.n = len(self.id_list)
         self.norm = norm_of(self.doc_len)
         if not self.lazy:
-            self.indices: I32 = arrays["indices"]
+            self.indices: I32 = checked_postings(arrays["indices"], self.n, "indices")
             self.tf: F32 = arrays["tf"]
             self.tfc = tfc(self.tf, self.norm, self.indices)
         self.has_passages = self.format >= 2
@@ -162,7 +163,9 @@ class Shard(Bm25Postings):
             self.chunk_passage: I32 = arrays["chunk_passage"]
             self.p_norm = norm_of(self.p_len)
             if not self.lazy:
-                self.p_indices: I32 = arrays["p_indices"]
+                self.p_indices: I32 = checked_postings(
+                    arrays["p_indices"], len(self.p_doc), "p_indices"
+                )
                 self.p_tf: npt.NDArray[np.uint16] = arrays["p_tf"]
                 self.p_tfc = tfc(self.p_tf, self.p_norm, self.p_indices)
             #: first passage of each doc, and the number of passages at the end

@@ -53,6 +53,18 @@ def norm_of(lengths: F32) -> F32:
     return out
 
 
+def checked_postings(indices: Any, n: int, what: str) -> I32:
+    """`indices` if they are int32 doc numbers in 0..n-1. The BM25 kernel adds into scores by
+    them unchecked (memlake.search.shard_bm25), so a damaged object fails here instead of
+    writing outside the scores array. ValueError names what is wrong."""
+    arr = np.asarray(indices)
+    if arr.dtype != np.int32 or arr.ndim != 1:
+        raise ValueError(f"{what}: postings must be int32 doc numbers, not {arr.dtype}")
+    if len(arr) and (int(arr.min()) < 0 or int(arr.max()) >= n):
+        raise ValueError(f"{what}: a posting names no doc (0..{n - 1})")
+    return arr
+
+
 def tfc(tf: Any, norm: F32, indices: I32) -> F32:
     """The saturated term frequency of postings: tf / (tf + norm[doc]) (elementwise, so a
     slice computes exactly what the whole array does)."""
@@ -129,9 +141,12 @@ class RangedSource:
                 out.append(None)
                 continue
             lo, hi = int(ptr[t]), int(ptr[t + 1])
-            docs = got[Slice(kind + "indices", lo, hi)]
-            if len(docs) and (docs.min() < 0 or docs.max() >= len(norm)):
-                raise bad(self.npz.key, f"a posting of term {t} names no {kind}doc")
+            try:
+                docs = checked_postings(
+                    got[Slice(kind + "indices", lo, hi)], len(norm), f"term {t} ({kind}doc)"
+                )
+            except ValueError as e:
+                raise bad(self.npz.key, str(e)) from e
             out.append((docs, tfc(got[Slice(kind + "tf", lo, hi)], norm, docs)))
         return out
 
