@@ -4,6 +4,7 @@ how), merged across shards into one ranked list with each episode's best passage
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,29 +62,41 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return pos[np.argsort(-scores[pos], kind="stable")]
 
 
+#: the best passage of each doc at the given positions of a part's docs (-1: none)
+PassagesOf = Callable[[np.ndarray], np.ndarray]
+
+
 class Found:
     """One retriever's per-shard top lists, merged as arrays (Python objects only for the final
-    top k): best score first, ties by id. Scores are normalised to 0..1 (theory)."""
+    top k): best score first, ties by id. Scores are normalised to 0..1 (theory). A part's
+    passages are an array, or a PassagesOf asked only for the docs that make the top k (BM25's
+    best-passage pick costs a pass over each doc's passages: for ~k docs, not k a shard)."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any]] = []
+        self.parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.passages_of: list[PassagesOf] = []
 
     def add(self, no: int, docs: Any, scores: Any, raw: Any, passages: Any, best: Any) -> None:
         if len(docs):
-            self.parts.append((no, docs, scores, raw, passages, best))
+            self.parts.append((no, docs, scores, raw, best))
+            of = passages if callable(passages) else np.asarray(passages).__getitem__
+            self.passages_of.append(of)
 
     def ranked(self, shards: list[Shard], k: int) -> Ranked:
         out = Ranked()
         if not self.parts:
             return out
-        which = np.concatenate([np.full(len(p[1]), p[0]) for p in self.parts])
-        docs, scores, raw, passages, best = (
-            np.concatenate([p[i] for p in self.parts]) for i in range(1, 6)
-        )
+        part = np.concatenate([np.full(len(p[1]), i) for i, p in enumerate(self.parts)])
+        at = np.concatenate([np.arange(len(p[1])) for p in self.parts])
+        docs, scores, raw, best = (np.concatenate([p[i] for p in self.parts]) for i in range(1, 5))
         top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        passages = np.empty(len(scores), np.int64)
+        for i in np.unique(part[top]).tolist():
+            mine = top[part[top] == i]
+            passages[mine] = self.passages_of[i](at[mine])
         picked = []
         for i in top.tolist():
-            shard, d = shards[int(which[i])], int(docs[i])
+            shard, d = shards[self.parts[int(part[i])][0]], int(docs[i])
             picked.append((-float(scores[i]), shard.id_list[d], i, shard, d))
         for neg, eid, i, shard, d in sorted(picked):
             out.ids.append(eid)
@@ -103,9 +116,9 @@ def bm25_shard(
     params: SearchParams,
     mask: np.ndarray | None,
     k: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The k best docs by normalised BM25 among `mask`: (docs, scores, best passage, that
-    passage's normalised score)."""
+) -> tuple[np.ndarray, np.ndarray, PassagesOf, np.ndarray]:
+    """The k best docs by normalised BM25 among `mask`: (docs, scores, their best passages
+    when asked, the best passage's normalised score)."""
     episode = shard.bm25(tids, idf)
     agg = params.bm25_agg
     best, second, passages = shard.bm25_passages(tids, idf, second=agg == "top2")
@@ -123,5 +136,8 @@ def bm25_shard(
     if mask is not None:
         score *= mask  # bm25s weight_mask semantics: filtered docs score 0
     top = top_k(score, k)
-    which = shard.best_passages(top, passages)
+
+    def which(at: np.ndarray) -> np.ndarray:
+        return shard.best_passages(top[at], passages)
+
     return top, score[top], which, bm25_share(best[top], total)
