@@ -14,6 +14,7 @@ from memlake.lake import Lake, Transaction
 from memlake.lake.compaction import compact
 from memlake.layers.tables import LINKS
 from memlake.store.local import LocalStore
+from tests.support.counting import CountingStore
 from tests.wiring import bare_lake
 
 
@@ -71,3 +72,39 @@ def test_find_and_rows_agree_with_the_index(tmp_path: Path) -> None:
         live = [rid for rid in reversed(ids) if view.get(rid) is not None]
         assert view.rows([*reversed(ids), "nobody"]) == [view.get(rid) for rid in live]
         assert all("_seq" not in r and "_deleted" not in r for r in view.rows(ids))
+
+
+def test_lookup_without_the_index_reads_only_segments_that_may_hold_the_ids(
+    tmp_path: Path,
+) -> None:
+    """A cold search wants its ten hits: lookup must not read every segment for the id index,
+    and must resolve updated, deleted and missing ids as get does."""
+    store = CountingStore(LocalStore(tmp_path))
+    lake = bare_lake(store)
+    for batch in range(8):  # one segment of 5 ids each, in id order (as ULIDs are)
+
+        def add(txn: Transaction, batch: int = batch) -> None:
+            for i in range(5):
+                row = {"id": f"l{batch}{i}", "concept_id": "c", "episode_id": f"e{batch}"}
+                txn.put(LINKS, {**row, "position": batch, "created_at": datetime.now(UTC)})
+
+        lake.commit("t", add)
+
+    def change(txn: Transaction) -> None:
+        txn.delete(LINKS, "l21")
+        row = {"id": "l22", "concept_id": "c", "episode_id": "moved"}
+        txn.put(LINKS, {**row, "position": 99, "created_at": datetime.now(UTC)})
+
+    lake.commit("t", change)
+    wanted = ["l20", "l21", "l22", "l71", "l99"]
+    cold = bare_lake(store).snapshot("t").table(LINKS)  # a new process: nothing decoded
+    store.reset()
+    got = cold.lookup(wanted)
+    view = lake.snapshot("t").table(LINKS)
+    assert got == {rid: view.get(rid) for rid in wanted}
+    assert got["l21"] is None and got["l99"] is None and got["l22"]["episode_id"] == "moved"
+    # the segments of l2x, of l7x and of the change, of the 9 segments
+    assert store.counts["get"] == 3 and len(view.segments) == 9
+    warm = lake.snapshot("t").table(LINKS)
+    assert warm.index  # built: lookup goes through it
+    assert warm.lookup(wanted) == got

@@ -111,6 +111,14 @@ class Scans:
         wanted = list(dict.fromkeys(values))
         return list(self.scan(column, wanted).values()) if wanted else []
 
+    def may_hold(self, row_id: str) -> list[int]:
+        """Positions of the segments whose id range may hold a version of row_id."""
+        return [
+            pos
+            for pos, ref in enumerate(self.segments)
+            if not (ref.min_id and ref.max_id) or ref.min_id <= row_id <= ref.max_id
+        ]
+
     def find(self, row_id: str) -> tuple[RowLocation, dict[str, Any]] | None:
         """The newest version of row_id (a tombstone too) and its row, without the id index:
         reads only the segments whose id range may hold it, newest first, and stops at a

@@ -21,7 +21,7 @@ these reads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -29,11 +29,14 @@ import pyarrow as pa
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
+from memlake.pools import LazyPool
 from memlake.store.base import ObjectStore
 
 #: the id index: id -> (seq, segment, row, deleted), plain tuples (RowLocation's fields) because
 #: a NamedTuple per row makes building the index of a large table twice as slow
 IdIndex = dict[str, tuple[int, int, int, bool]]
+#: segments read at once by `lookup` (fetch and Parquet decoding release the GIL)
+_READERS = LazyPool(4, "memlake-segments")
 
 
 class TableView(Scans):
@@ -112,6 +115,24 @@ class TableView(Scans):
         if loc is None or loc.deleted:
             return None
         return visible(self.segment_table(loc.segment).slice(loc.row, 1).to_pylist()[0])
+
+    def lookup(self, ids: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+        """get() of each id, without paying for the id index when it is not at hand: a cold
+        process that wants a few rows (a search's hits) would read every segment to build it.
+        So unless the view has its index or can extend a previous view's, the segments whose
+        id range may hold one of the ids are read at once (in parallel) and each row is found
+        by `find` (a warm one costs a few vectorised id comparisons)."""
+        prev = self._previous
+        if self._index is not None or (prev is not None and prev._index is not None):
+            return {rid: self.get(rid) for rid in ids}
+        wanted = sorted({pos for rid in ids for pos in self.may_hold(rid)})
+        if len(wanted) > 1:
+            list(_READERS.get().map(self.segment_table, wanted))
+        out: dict[str, dict[str, Any] | None] = {}
+        for rid in ids:
+            got = self.find(rid)
+            out[rid] = got[1] if got is not None and got[0].is_live else None
+        return out
 
     def rows(self, ids: Iterable[str], columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Live rows by id in the order asked (missing ids skipped), one Arrow take per segment;

@@ -156,4 +156,4 @@ def _widen(span: Span, content: str) -> Span:
 def chunk_rows(snap: Any, ids: list[str]) -> dict[str, dict[str, Any] | None]:
     """The `episode_chunks` rows of these episodes (None where there is none)."""
     table = snap.table(CHUNKS_TABLE)
-    return {i: table.get(i) for i in ids}
+    return table.lookup(ids)

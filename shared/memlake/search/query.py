@@ -210,9 +210,10 @@ def _hits(
         )
         factor = {h.id: (h.score / base[h.id] if base[h.id] else 1.0) for h in fused}
     table = snap.table(TABLE)
+    rows = table.lookup([h.id for h in fused[:limit]])  # at once: a cold search reads them
     hits: list[SearchHit] = []
     for h in fused:
-        row = table.get(h.id)
+        row = rows[h.id] if h.id in rows else table.lookup([h.id])[h.id]
         if row is None:  # not live in this snapshot (cannot happen with a consistent index)
             continue
         b, v = bm25.raw.get(h.id), vec.raw.get(h.id)
