@@ -5,6 +5,7 @@ local store and on S3, nothing more when warm, a bounded cache, clear errors for
 from __future__ import annotations
 
 import random
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from memlake.config import Settings
 from memlake.context import Principal
 from memlake.errors import CorruptObject
 from memlake.lake import Lake, Transaction
-from memlake.search import cache, index, ivf, passages
+from memlake.search import cache, index, ivf, passages, sides
 from memlake.search import shards as layout
 from memlake.search.embedding import Searcher
 from memlake.search.query import SearchParams, search
@@ -129,6 +130,38 @@ def test_a_ranged_search_finds_exactly_what_a_whole_one_finds(
         assert got == want
     assert any(s.lazy for s in ranged.shards._items.values())
     assert not any(s.lazy for s in whole.shards._items.values())
+
+
+def test_postings_are_read_ahead_and_a_failed_read_ahead_is_retried(
+    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search reads every ranged shard's postings ahead on the prefetch threads; the BM25
+    task uses what they read, and reads again itself when the read ahead failed."""
+    lake, emb = built["lake"], built["emb"]
+    want = _run(lake, _searcher(emb), QUERY)
+    threads: list[str] = []
+    began = threading.Event()
+    read_postings, bm25_task = index.Shard.read_postings, sides.Sides._bm25
+
+    def flaky(shard: index.Shard, ids: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        began.set()
+        if len(threads) == 1:
+            raise OSError("a read that failed")
+        return read_postings(shard, ids)
+
+    def after_read_ahead(self: sides.Sides, no: int) -> Any:
+        if self.shards[no].lazy:  # else the task may cancel a read ahead not started yet
+            assert began.wait(5)
+            began.clear()
+        return bm25_task(self, no)
+
+    monkeypatch.setattr(index.Shard, "read_postings", flaky)
+    monkeypatch.setattr(sides.Sides, "_bm25", after_read_ahead)
+    assert _run(lake, _searcher(emb), QUERY) == want  # cold again: the task read it itself
+    assert _run(lake, _searcher(emb), "w5 w6 w7") == _run(lake, _searcher(emb, 1 << 40), "w5 w6 w7")
+    # (a read ahead not started when its task comes is cancelled: the task reads itself)
+    assert all(t.startswith("memlake-prefetch") for t in threads)
 
 
 def _with_deletes(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Lake:

@@ -12,6 +12,7 @@ import numpy as np
 
 from memlake.search.fusion import bm25_share
 from memlake.search.index import Shard
+from memlake.search.shard_source import Postings
 from memlake.search.shards import ShardInfo
 
 if TYPE_CHECKING:
@@ -116,12 +117,14 @@ def bm25_shard(
     params: SearchParams,
     mask: np.ndarray | None,
     k: int,
+    read: dict[str, Postings] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, PassagesOf, np.ndarray]:
     """The k best docs by normalised BM25 among `mask`: (docs, scores, their best passages
-    when asked, the best passage's normalised score)."""
-    episode = shard.bm25(tids, idf)
+    when asked, the best passage's normalised score). `read`: the postings of `tids`
+    (Shard.read_postings), read here when None."""
+    episode = shard.bm25(tids, idf, read)
     agg = params.bm25_agg
-    best, second, passages = shard.bm25_passages(tids, idf, second=agg == "top2")
+    best, second, passages = shard.bm25_passages(tids, idf, agg == "top2", read)
     if not shard.has_passages:  # format 1: the episode stands for its passages
         best = episode
     if agg == "episode":

@@ -50,6 +50,13 @@ class Bm25Postings:
         out[seen] = self.indptr[arr[seen] + 1] - self.indptr[arr[seen]]
         return out
 
+    def read_postings(self, ids: Sequence[int]) -> dict[str, Postings]:
+        """Both kinds' postings of these term ids ("" episodes, "p_" passages when the shard
+        has them): a ranged shard reads them in one round and computes their saturated tf, so
+        a search can do this ahead, on another thread, for every ranged shard at once."""
+        kinds = ("", "p_") if self.has_passages else ("",)
+        return {kind: self._postings(ids, kind) for kind in kinds}
+
     def _postings(self, ids: Sequence[int], kind: str) -> Postings:
         """(docs, saturated tf) of each term id's postings (None: -1); kind "" episodes, "p_"
         passages."""
@@ -64,19 +71,28 @@ class Bm25Postings:
             None if t < 0 else (docs[ptr[t] : ptr[t + 1]], sat[ptr[t] : ptr[t + 1]]) for t in ids
         ]
 
-    def bm25(self, ids: Sequence[int], idf: Sequence[float]) -> F32:
-        """BM25 score of every doc for query terms (local ids) with the given idf weights."""
-        return _accumulate(self.n, self._postings(ids, ""), idf)
+    def bm25(
+        self, ids: Sequence[int], idf: Sequence[float], read: dict[str, Postings] | None = None
+    ) -> F32:
+        """BM25 score of every doc for query terms (local ids) with the given idf weights;
+        `read`: their postings from read_postings (None: read here)."""
+        postings = read[""] if read is not None else self._postings(ids, "")
+        return _accumulate(self.n, postings, idf)
 
     def bm25_passages(
-        self, ids: Sequence[int], idf: Sequence[float], second: bool = False
+        self,
+        ids: Sequence[int],
+        idf: Sequence[float],
+        second: bool = False,
+        read: dict[str, Postings] | None = None,
     ) -> tuple[F32, F32, F32]:
         """(best passage BM25 score per doc, second-best per doc (zeros unless `second`),
         every passage's score). A format-1 shard has no passages: all zero."""
         if not self.has_passages or not self.n:
             zero = np.zeros(self.n, np.float32)
             return zero, zero, np.zeros(0, np.float32)
-        scores = _accumulate(len(self.p_doc), self._postings(ids, "p_"), idf)
+        postings = read["p_"] if read is not None else self._postings(ids, "p_")
+        scores = _accumulate(len(self.p_doc), postings, idf)
         best = np.maximum.reduceat(scores, self.p_first[:-1])  # every doc has a passage
         runner = np.zeros(self.n, np.float32)
         if second:

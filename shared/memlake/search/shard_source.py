@@ -124,15 +124,18 @@ class RangedSource:
         #: kind ("" episodes, "p_" passages) -> (indptr, norm); formats 1 has no passages
         self.kinds = {k: (ptrs[k], norms[k]) for k in ptrs}
 
-    def postings(self, ids: Sequence[int], kind: str) -> Postings:
-        """(docs, saturated tf) of each term id (None for -1) of one kind; the other kind's
-        postings of the same terms come in the same round (the next call finds them cached)."""
-        terms = sorted({t for t in ids if t >= 0})
+    def _slices(self, ids: Sequence[int]) -> list[Slice]:
         slices = []
-        for t in terms:
+        for t in sorted({t for t in ids if t >= 0}):
             for k, (ptr, _) in self.kinds.items():
                 lo, hi = int(ptr[t]), int(ptr[t + 1])
                 slices += [Slice(k + "indices", lo, hi), Slice(k + "tf", lo, hi)]
+        return slices
+
+    def postings(self, ids: Sequence[int], kind: str) -> Postings:
+        """(docs, saturated tf) of each term id (None for -1) of one kind; the other kind's
+        postings of the same terms come in the same round (the next call finds them cached)."""
+        slices = self._slices(ids)
         got = dict(zip(slices, self.npz.many(slices), strict=True))
         ptr, norm = self.kinds[kind]
         out: Postings = []
