@@ -78,6 +78,7 @@ def run(root: Path, cold_n: int, warm_n: int) -> dict[str, Any]:
         ranged.append(store.counts["get_range"])
         t0 = time.perf_counter()
         ctx.services.search.shards.wait_promotions()  # not overlapping the next cold search
+        lake.snapshot(TENANT).table("episodes").wait_index()  # nor the id index built after
         promote_s = time.perf_counter() - t0
     shards = ctx.lake.snapshot(TENANT).extra["search"]["shards"]
     vector_bytes = sum(s["chunks"] for s in shards) * 384 * 4

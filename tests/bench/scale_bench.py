@@ -107,15 +107,18 @@ def warm(store: ObjectStore, embedder: Any, cache: int, tenant: Any, qs: Any) ->
 
 def cold(make_store: Any, embedder: Any, texts: list[str], runs: int) -> dict[str, Any]:
     """A new Lake + Searcher (empty caches) on the same objects per run; embedding included.
-    Promotion is off: a tenant that fits the cache would fetch its shards whole in the
-    background once the answer is ready, and those bytes are not the cold search's."""
+    Promotion and the background id index are off: a tenant that fits the cache would fetch
+    its shards whole, and the episodes table build its id index, in the background once the
+    answer is ready; those bytes are not the cold search's, nor is their CPU the next one's."""
+    from memlake.lake import snapshot
     from memlake.search import cache
 
     promote, cache.PROMOTE = cache.PROMOTE, False
+    index, snapshot.INDEX_AFTER_LOOKUP = snapshot.INDEX_AFTER_LOOKUP, False
     try:
         return _cold(make_store, embedder, texts, runs)
     finally:
-        cache.PROMOTE = promote
+        cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = promote, index
 
 
 def _cold(make_store: Any, embedder: Any, texts: list[str], runs: int) -> dict[str, Any]:

@@ -263,10 +263,9 @@ def test_a_tenant_that_fits_is_promoted_and_then_read_from_memory(world: World) 
     assert first["words"] == again["words"] == world.warm["words"]
     assert again == world.warm
     # no shard read at all: one existence check a search for a newer manifest (freshness),
-    # and the table segments holding hits no earlier search returned (found by id range,
-    # without reading every segment for the id index), each read once
+    # and the episodes segments the first search did not read (its hits were found by id
+    # range; the id index is built in the background), each read once
     assert not ranged and not [k for k in whole if "/search/" in k]
     assert all("/tables/episodes/" in k and n == 1 for k, n in whole.items())
-    assert set(counts) <= {"head", "get"} and counts["get"] == len(whole)
-    assert counts["head"] <= len(queries)
+    assert set(counts) <= {"head", "get"} and counts["head"] <= len(queries)
     assert counts["put"] == counts["delete"] == 0

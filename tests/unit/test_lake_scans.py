@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
-from memlake.lake import Lake, Transaction
+from memlake.lake import Lake, Transaction, snapshot
 from memlake.lake.compaction import compact
 from memlake.layers.tables import LINKS
 from memlake.store.local import LocalStore
@@ -75,10 +76,12 @@ def test_find_and_rows_agree_with_the_index(tmp_path: Path) -> None:
 
 
 def test_lookup_without_the_index_reads_only_segments_that_may_hold_the_ids(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cold search wants its ten hits: lookup must not read every segment for the id index,
-    and must resolve updated, deleted and missing ids as get does."""
+    and must resolve updated, deleted and missing ids as get does. Then the index is built in
+    the background, and lookups (of this snapshot and the next) go through it."""
+    monkeypatch.setattr(snapshot, "INDEX_AFTER_LOOKUP", False)
     store = CountingStore(LocalStore(tmp_path))
     lake = bare_lake(store)
     for batch in range(8):  # one segment of 5 ids each, in id order (as ULIDs are)
@@ -105,6 +108,22 @@ def test_lookup_without_the_index_reads_only_segments_that_may_hold_the_ids(
     assert got["l21"] is None and got["l99"] is None and got["l22"]["episode_id"] == "moved"
     # the segments of l2x, of l7x and of the change, of the 9 segments
     assert store.counts["get"] == 3 and len(view.segments) == 9
-    warm = lake.snapshot("t").table(LINKS)
-    assert warm.index  # built: lookup goes through it
-    assert warm.lookup(wanted) == got
+    assert cold._index is None  # not built on the way
+
+    monkeypatch.setattr(snapshot, "INDEX_AFTER_LOOKUP", True)
+    cold_lake = bare_lake(store)
+    view = cold_lake.snapshot("t").table(LINKS)
+    assert view.lookup(wanted) == got
+    view.wait_index()
+    assert view._index is not None and store.counts["get"] > 3  # every segment, once
+    store.reset()
+    assert view.lookup(wanted) == got and not store.counts["get"]  # through the index
+
+    def touch(txn: Transaction) -> None:
+        row = {"id": "l75", "concept_id": "c", "episode_id": "new"}
+        txn.put(LINKS, {**row, "position": 100, "created_at": datetime.now(UTC)})
+
+    cold_lake.commit("t", touch)
+    newer = cold_lake.snapshot("t").table(LINKS)
+    assert newer.lookup(["l75", "l22"]) == {"l75": newer.get("l75"), "l22": got["l22"]}
+    assert newer._index is not None  # extended the previous view's index

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import pyarrow as pa
@@ -35,8 +36,10 @@ from memlake.store.base import ObjectStore
 #: the id index: id -> (seq, segment, row, deleted), plain tuples (RowLocation's fields) because
 #: a NamedTuple per row makes building the index of a large table twice as slow
 IdIndex = dict[str, tuple[int, int, int, bool]]
-#: segments read at once by `lookup` (fetch and Parquet decoding release the GIL)
+#: segments read at once by `lookup` (fetch and Parquet decoding release the GIL), and its
+#: background builds of the id index
 _READERS = LazyPool(4, "memlake-segments")
+INDEX_AFTER_LOOKUP = True
 
 
 class TableView(Scans):
@@ -64,6 +67,7 @@ class TableView(Scans):
         self._index: IdIndex | None = None
         self._live: pa.Table | None = None
         self._lock = threading.Lock()
+        self._indexing: Future[IdIndex] | None = None  # lookup's background build
 
     def segment_table(self, pos: int) -> pa.Table:
         return self._cache.read(self._store, self.segments[pos].key, self.schema)
@@ -121,7 +125,8 @@ class TableView(Scans):
         process that wants a few rows (a search's hits) would read every segment to build it.
         So unless the view has its index or can extend a previous view's, the segments whose
         id range may hold one of the ids are read at once (in parallel) and each row is found
-        by `find` (a warm one costs a few vectorised id comparisons)."""
+        by `find`; the index is then built in the background (INDEX_AFTER_LOOKUP), as a
+        search's ranged shards are promoted, so that warm lookups cost a dict lookup."""
         prev = self._previous
         if self._index is not None or (prev is not None and prev._index is not None):
             return {rid: self.get(rid) for rid in ids}
@@ -132,7 +137,15 @@ class TableView(Scans):
         for rid in ids:
             got = self.find(rid)
             out[rid] = got[1] if got is not None and got[0].is_live else None
+        with self._lock:  # (a failed build is retried by the next reader of the index)
+            if INDEX_AFTER_LOOKUP and self._indexing is None:
+                self._indexing = _READERS.get().submit(lambda: self.index)
         return out
+
+    def wait_index(self) -> None:
+        """Block until a background build of the id index started by `lookup` is done."""
+        if self._indexing is not None:
+            self._indexing.exception()
 
     def rows(self, ids: Iterable[str], columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Live rows by id in the order asked (missing ids skipped), one Arrow take per segment;
