@@ -162,3 +162,52 @@ def test_a_failed_plan_frees_the_pool_thread(
         _results(ctx, "topic1 colour2")
     assert pool.submit(lambda: "free").result(timeout=5) == "free"
     pool.shutdown()
+
+
+def test_the_query_is_embedded_while_bm25_runs(
+    lake_ctx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a query vector, the query is embedded on its own thread while the caller runs
+    the BM25 tasks; the results are those of a search given the vector, and a failed embedding
+    is the search's error and frees the pool thread that waits for the plan."""
+    _, ctx = lake_ctx
+    searcher = ctx.services.search
+    given = {q: _results(ctx, q, query_vector=searcher.embed_query(q)) for q in QUERIES}
+    embedded_on: list[str] = []
+    bm25_while: list[bool] = []
+    embed, bm25_task = searcher.embed_query, sides.Sides._bm25
+    began, bm25_done = threading.Event(), threading.Event()
+
+    def slow_embed(text: str) -> np.ndarray:
+        embedded_on.append(threading.current_thread().name)
+        began.set()
+        assert bm25_done.wait(5)  # the BM25 tasks do not wait for the embedding
+        return embed(text)
+
+    def spy(self: sides.Sides, no: int) -> Any:
+        assert began.wait(5)
+        bm25_while.append(self.qvec is None or not isinstance(self.qvec, np.ndarray))
+        bm25_done.set()
+        return bm25_task(self, no)
+
+    monkeypatch.setattr(searcher, "embed_query", slow_embed)
+    monkeypatch.setattr(sides.Sides, "_bm25", spy)
+    for q in QUERIES:
+        began.clear()
+        bm25_done.clear()
+        assert _results(ctx, q) == given[q]
+    assert all(t.startswith("memlake-embed") for t in embedded_on) and len(embedded_on) == 4
+    assert bm25_while and all(bm25_while)
+
+    pool = ThreadPoolExecutor(1)
+    monkeypatch.setattr(sides, "_pool", lambda: pool)
+    monkeypatch.setattr(sides.Sides, "_bm25", bm25_task)
+
+    def broken(text: str) -> np.ndarray:
+        raise RuntimeError("model unavailable")
+
+    monkeypatch.setattr(searcher, "embed_query", broken)
+    with pytest.raises(RuntimeError, match="model unavailable"):
+        _results(ctx, "topic1 colour2")
+    assert pool.submit(lambda: "free").result(timeout=5) == "free"
+    pool.shutdown()

@@ -35,7 +35,7 @@ from memlake.search.fusion import (
 )
 from memlake.search.retrieve import Ranked, mask_of
 from memlake.search.shards import SearchState
-from memlake.search.sides import Sides
+from memlake.search.sides import Sides, embed_ahead
 from memlake.search.text import unique_terms
 
 MAX_LIMIT = 50
@@ -130,6 +130,11 @@ def search(
     infos = [s for s in state.shards if s.may_match(context, s_us, e_us)]
     if not infos:
         return []
+    qvec: Any = None  # the vector, or a Future of it: embedded while shards load and BM25 runs
+    if use_vec:
+        qvec = (
+            query_vector if query_vector is not None else embed_ahead(searcher.embed_query, query)
+        )
     shards = searcher.shards.load_many(lake.store, [s.key for s in infos], infos)
     cand = max(params.candidates, limit)
     allowed = sorted(allowed_ids) if allowed_ids is not None else None
@@ -140,15 +145,13 @@ def search(
     df = sum((s.doc_freqs(t) for s, t in zip(shards, term_ids, strict=True)), np.zeros(len(terms)))
     idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))  # bm25s "lucene" idf, over all shards
     total_idf = float(idf.sum())
-    qvec = None
-    if use_vec:
-        qvec = query_vector if query_vector is not None else searcher.embed_query(query)
 
     masks = [
         mask_of(s, i, context, s_us, e_us, allowed) for s, i in zip(shards, infos, strict=True)
     ]
     sides = Sides(shards, masks, params, cand)
     bm25_found, vec_found = sides.run(term_ids, idf.tolist(), total_idf, qvec)
+    qvec = sides.qvec
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
