@@ -6,18 +6,22 @@ deletes its own; these reuse one):
     ... scale_grid.py run DIR [--plans 40 56 72] [--one-thread]
     ... scale_grid.py shard DIR [--lists 40] [--k 240]
     ... scale_grid.py kernels
+    ... scale_grid.py cold DIR [--runs 9]
 
 - build: the tenant of scale_bench.py (scale_tenant.build, realistic vectors, the 200 query
   texts and vectors, the exact top-10 of each) written to DIR and kept;
 - run: warm query.search p50 (16 GiB cache, 20 warm-up queries, the second of two passes over
   200 queries, query vector given) of the hybrid, vector-only (with recall@10 against exact) and
-  BM25-only searches, per probe budget (ivf.PLAN_PER_SHARD); --one-thread keeps the search on
-  its caller's thread (sides' pool never starts);
+  BM25-only searches, per probe budget (ivf.PLAN_PER_SHARD), and of the hybrid with the query
+  embedded (MiniLM); --one-thread keeps the search on its caller's thread (sides' pool never
+  starts);
 - shard: the biggest shard's vectors under each code (SQ8, SQ8 with one range, SQ6, SQ4 and PQ
   fast-scan 4-bit), its IVF lists probed for 100 real questions: search_preassigned time and
   how much of the exact top 30 of the probed lists the re-scored top 30 keeps;
-- kernels: BM25's posting accumulate (ufunc.at, fancy indexing, bincount) on one and two
-  threads.
+- kernels: BM25's posting accumulate (ufunc.at, fancy indexing, bincount, scipy's
+  csc_matvec) on one and two threads;
+- cold: --runs cold hybrid searches (query embedded), each in a new Lake and Searcher (default
+  1 GiB shard cache) on DIR, promotion and the background id index off: p50 and min.
 """
 
 from __future__ import annotations
@@ -82,15 +86,18 @@ def run(root: Path, plans: list[int], one_thread: bool) -> None:
     lake = bare_lake(LocalStore(root))
     svc = Searcher(Settings(), embedder=MiniLMEmbedder.shared(), cache_bytes=16 << 30)
 
-    def p50(params: SearchParams | None, recall: bool = False) -> tuple[float, float | None]:
+    def p50(
+        params: SearchParams | None, recall: bool = False, embed: bool = False
+    ) -> tuple[float, float | None]:
         times, got = [], []
         for i in range(len(texts)):
-            kw = {"params": params} if params is not None else {}
+            kw: dict[str, Any] = {"params": params} if params is not None else {}
+            if not embed:
+                kw["query_vector"] = qvecs[i]
             t0 = time.perf_counter()
             hits = search(
-                lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, recency=False,
-                query_vector=qvecs[i], **kw,
-            )  # fmt: skip
+                lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, recency=False, **kw
+            )
             times.append((time.perf_counter() - t0) * 1000)
             if recall:
                 got.append(len({ids[e] for e in exact[i].tolist()} & {h.id for h in hits}) / 10)
@@ -98,12 +105,15 @@ def run(root: Path, plans: list[int], one_thread: bool) -> None:
 
     for i in range(20):
         search(lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, query_vector=qvecs[i])
+    svc.shards.wait_promotions()
     for plan in plans:
         ivf.PLAN_PER_SHARD = plan
         for _ in range(2):  # the first pass adds the lists it probes to FAISS
             hybrid, (vec, recall), bm25 = p50(None), p50(VEC, True), p50(BM25)
+            embedded = p50(None, embed=True)
         print(f"plan {plan}: hybrid {hybrid[0]} ms, vector-only {vec} ms (recall@10 {recall}),"
-              f" BM25-only {bm25[0]} ms", flush=True)  # fmt: skip
+              f" BM25-only {bm25[0]} ms, hybrid with the embedding {embedded[0]} ms",
+              flush=True)  # fmt: skip
 
 
 def shard_codes(root: Path, lists: int, k: int) -> None:
@@ -171,10 +181,15 @@ def kernels() -> None:
                 np.add.at(s, docs, sat)
             elif how == "fancy":
                 s[docs] += sat
-            else:
+            elif how == "bincount":
                 s += np.bincount(docs, sat, minlength=n)
+            else:
+                csc_matvec(n, 1, column, docs, sat, weight, s)
 
-    for how in ("ufunc.at", "fancy", "bincount"):
+    from scipy.sparse._sparsetools import csc_matvec
+
+    column, weight = np.array([0, len(docs)], np.int32), np.ones(1, np.float32)
+    for how in ("ufunc.at", "fancy", "bincount", "csc_matvec"):
         one(how, 50)
         t0 = time.perf_counter()
         one(how, 400)
@@ -187,6 +202,25 @@ def kernels() -> None:
             t.join()
         both = (time.perf_counter() - t0) / 400 * 1e6
         print(f"{how}: {alone:.0f} us a 60k-entry posting on one thread, {both:.0f} on two")
+
+
+def cold(root: Path, runs: int) -> None:
+    from memlake.lake import snapshot
+    from memlake.search import cache
+
+    cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
+    texts = json.loads((root / "queries.json").read_text())
+    embedder = MiniLMEmbedder.shared()
+    import faiss  # noqa: F401  (imported once per process: not a cold search's cost)
+
+    times = []
+    for i in range(runs):
+        lake = bare_lake(LocalStore(root))
+        svc = Searcher(Settings(), embedder=embedder, cache_bytes=1 << 30)
+        t0 = time.perf_counter()
+        search(lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, recency=False)
+        times.append(round((time.perf_counter() - t0) * 1000))
+    print(f"cold p50 {statistics.median(times)} ms, min {min(times)} ms: {times}", flush=True)
 
 
 def main() -> None:
@@ -205,6 +239,9 @@ def main() -> None:
     s.add_argument("--lists", type=int, default=40)
     s.add_argument("--k", type=int, default=240)
     sub.add_parser("kernels")
+    c = sub.add_parser("cold")
+    c.add_argument("root", type=Path)
+    c.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
     if args.cmd == "build":
         build(args.root, args.size, args.codes)
@@ -212,6 +249,8 @@ def main() -> None:
         run(args.root, args.plans, args.one_thread)
     elif args.cmd == "shard":
         shard_codes(args.root, args.lists, args.k)
+    elif args.cmd == "cold":
+        cold(args.root, args.runs)
     else:
         kernels()
 
