@@ -12,7 +12,8 @@ deletes its own; these reuse one):
   texts and vectors, the exact top-10 of each) written to DIR and kept;
 - run: warm query.search p50 (16 GiB cache, 20 warm-up queries, the second of two passes over
   200 queries, query vector given) of the hybrid, vector-only (with recall@10 against exact) and
-  BM25-only searches, per probe budget (ivf.PLAN_PER_SHARD), and of the hybrid with the query
+  BM25-only searches, per probe budget (ivf.PLAN_PER_SHARD) and rows re-scored across shards
+  (sides.RESCORE_ACROSS, in one shard's depths), and of the hybrid with the query
   embedded (MiniLM); --one-thread keeps the search on its caller's thread (sides' pool never
   starts);
 - shard: the biggest shard's vectors under each code (SQ8, SQ8 with one range, SQ6, SQ4 and PQ
@@ -76,7 +77,7 @@ class _NeverStarted:
         return Future()
 
 
-def run(root: Path, plans: list[int], one_thread: bool) -> None:
+def run(root: Path, plans: list[int], one_thread: bool, across: list[int]) -> None:
     if one_thread:
         sides._pool = _NeverStarted  # type: ignore[assignment]
     texts = json.loads((root / "queries.json").read_text())
@@ -106,14 +107,14 @@ def run(root: Path, plans: list[int], one_thread: bool) -> None:
     for i in range(20):
         search(lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, query_vector=qvecs[i])
     svc.shards.wait_promotions()
-    for plan in plans:
-        ivf.PLAN_PER_SHARD = plan
+    for plan, rescore in [(p, a) for p in plans for a in across]:
+        ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS = plan, rescore
         for _ in range(2):  # the first pass adds the lists it probes to FAISS
             hybrid, (vec, recall), bm25 = p50(None), p50(VEC, True), p50(BM25)
             embedded = p50(None, embed=True)
-        print(f"plan {plan}: hybrid {hybrid[0]} ms, vector-only {vec} ms (recall@10 {recall}),"
-              f" BM25-only {bm25[0]} ms, hybrid with the embedding {embedded[0]} ms",
-              flush=True)  # fmt: skip
+        print(f"plan {plan}, re-score across {rescore}: hybrid {hybrid[0]} ms, vector-only {vec}"
+              f" ms (recall@10 {recall}), BM25-only {bm25[0]} ms, hybrid with the embedding"
+              f" {embedded[0]} ms", flush=True)  # fmt: skip
 
 
 def shard_codes(root: Path, lists: int, k: int) -> None:
@@ -234,6 +235,7 @@ def main() -> None:
     r.add_argument("root", type=Path)
     r.add_argument("--plans", type=int, nargs="+", default=[ivf.PLAN_PER_SHARD])
     r.add_argument("--one-thread", action="store_true")
+    r.add_argument("--across", type=int, nargs="+", default=[sides.RESCORE_ACROSS])
     s = sub.add_parser("shard")
     s.add_argument("root", type=Path)
     s.add_argument("--lists", type=int, default=40)
@@ -246,7 +248,7 @@ def main() -> None:
     if args.cmd == "build":
         build(args.root, args.size, args.codes)
     elif args.cmd == "run":
-        run(args.root, args.plans, args.one_thread)
+        run(args.root, args.plans, args.one_thread, args.across)
     elif args.cmd == "shard":
         shard_codes(args.root, args.lists, args.k)
     elif args.cmd == "cold":

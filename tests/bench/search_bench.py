@@ -52,7 +52,7 @@ from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.ids import new_id  # noqa: E402
 from memlake.lake import Lake, Transaction  # noqa: E402
 from memlake.lake.compaction import compact  # noqa: E402
-from memlake.search import embedding, index  # noqa: E402
+from memlake.search import embedding, shard_vectors  # noqa: E402
 from memlake.search.indexing import Embedded  # noqa: E402
 from memlake.search.query import SearchParams, search  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
@@ -72,7 +72,7 @@ _REAL = (
 )
 REAL_WORDS = _REAL.split()
 WORDS = 90
-RESCORES = [index.RESCORE]
+RESCORES = [shard_vectors.RESCORE]
 
 
 def words(n: int) -> str:
@@ -204,10 +204,10 @@ def bench_size(
     out["warm_p95_ms"] = round(pct(warm, 95), 1)
     out["exact_qvec_p50_ms"] = round(statistics.median(exact), 2)
     out["warm_rss_MB"] = rss_mb()
-    for rescore in RESCORES:  # index.RESCORE is read per search: no rebuild needed
-        default, index.RESCORE = index.RESCORE, rescore
+    for rescore in RESCORES:  # shard_vectors.RESCORE is read per search: no rebuild needed
+        default, shard_vectors.RESCORE = shard_vectors.RESCORE, rescore
         got = vector_recall(lake, svc, corpus, qs)
-        index.RESCORE = default
+        shard_vectors.RESCORE = default
         suffix = "" if rescore == default else f"_rescore{rescore}"
         out.update({k + suffix: v for k, v in got.items()})
     store.reset()
@@ -330,8 +330,8 @@ def main() -> None:
         "--rescore",
         type=int,
         nargs="+",
-        default=[index.RESCORE],
-        help="measure vector recall@10 with each of these index.RESCORE values",
+        default=[shard_vectors.RESCORE],
+        help="measure vector recall@10 with each of these shard_vectors.RESCORE values",
     )
     args = parser.parse_args()
     global WORDS

@@ -21,7 +21,7 @@ from memlake.config import Settings
 from memlake.context import Principal
 from memlake.errors import CorruptObject
 from memlake.lake import Lake, Transaction
-from memlake.search import cache, index, ivf, passages, sides
+from memlake.search import cache, index, ivf, passages, shard_vectors, sides
 from memlake.search import shards as layout
 from memlake.search.embedding import Searcher
 from memlake.search.query import SearchParams, search
@@ -53,7 +53,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         mp.setattr(ivf, "ROWS_PER_LIST", 32)
         mp.setattr(ivf, "NPROBE", 2)
         mp.setattr(ivf, "EXACT_BELOW", 0)
-        mp.setattr(index, "ROWS_PER_DOC_WANTED", 1)
+        mp.setattr(shard_vectors, "ROWS_PER_DOC_WANTED", 1)
         mp.setattr(cache, "LAZY_MIN_BYTES", 256 << 10)
         mp.setattr(cache, "LAZY_GAP", 1 << 10)  # scaled down with the shards
         emb = HashEmbedder(dim=DIM)

@@ -212,13 +212,13 @@ def test_a_lake_search_plans_across_its_ivf_shards(
     ids = [put(lake, f"note number{i} about topic{i % 3}") for i in range(21)]
     assert sum(s.format == 4 and s.docs >= 4 for s in state(lake).shards) == 2
     calls: list[ivf.Probes | None] = []
-    real = Shard.vector_top
+    real = Shard.vector_candidates
 
     def spy(self: Shard, query: np.ndarray, mask: object, k: int, probes: object = None):
         calls.append(probes)  # type: ignore[arg-type]
         return real(self, query, mask, k, probes)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Shard, "vector_top", spy)
+    monkeypatch.setattr(Shard, "vector_candidates", spy)
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 10**6)  # every list: the exact search
     for i, eid in enumerate(ids):
         calls.clear()

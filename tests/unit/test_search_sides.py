@@ -52,7 +52,7 @@ def test_two_threads_find_what_one_thread_finds(
     shared = {q: _results(ctx, q) for q in QUERIES}
     shared["filtered"] = _results(ctx, "topic2 colour1", allowed_ids=some)
     helped: list[str] = []
-    real = Shard.vector_top
+    real = Shard.vector_candidates
 
     def spy(self: Shard, *args: Any, **kwargs: Any) -> Any:
         helped.append(threading.current_thread().name)
@@ -64,7 +64,7 @@ def test_two_threads_find_what_one_thread_finds(
         time.sleep(0.02)  # the caller is busy long enough for the pool thread to start
         return real_bm25(*args, **kwargs)
 
-    monkeypatch.setattr(Shard, "vector_top", spy)
+    monkeypatch.setattr(Shard, "vector_candidates", spy)
     monkeypatch.setattr(sides, "bm25_shard", slow_bm25)
     assert _results(ctx, QUERIES[0]) == shared[QUERIES[0]]
     assert any(name.startswith("memlake-search") for name in helped)  # the pool helped
@@ -104,14 +104,14 @@ def test_an_error_in_the_helper_thread_reaches_the_caller(
 ) -> None:
     _, ctx = lake_ctx
 
-    real = Shard.vector_top
+    real = Shard.vector_candidates
 
     def broken(self: Shard, *args: Any, **kwargs: Any) -> Any:
         if threading.current_thread().name.startswith("memlake-search"):
             raise RuntimeError("damaged vectors")  # in the helper only
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Shard, "vector_top", broken)
+    monkeypatch.setattr(Shard, "vector_candidates", broken)
     with pytest.raises(RuntimeError, match="damaged vectors"):
         _results(ctx, "topic1 colour2")
 
@@ -132,14 +132,14 @@ def test_a_vector_task_waits_for_the_probe_plan(
         planned.set()
         return got
 
-    real = Shard.vector_top
+    real = Shard.vector_candidates
 
     def spy(self: Shard, query: np.ndarray, mask: Any, k: int, probes: Any = None) -> Any:
         seen.append(planned.is_set())
         return real(self, query, mask, k, probes)
 
     monkeypatch.setattr(sides, "probe_plans", slow_plans)
-    monkeypatch.setattr(Shard, "vector_top", spy)
+    monkeypatch.setattr(Shard, "vector_candidates", spy)
     _results(ctx, "topic1 colour2")
     assert seen and all(seen)
 

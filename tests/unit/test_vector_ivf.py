@@ -9,12 +9,13 @@ import io
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
 import pytest
 
-from memlake.search import index, ivf
+from memlake.search import index, ivf, vector_scan
 from memlake.search import shards as layout
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import build
@@ -306,3 +307,56 @@ def test_ivf_arrays_that_disagree_are_a_clear_error_not_a_read_past_the_end(
     monkeypatch.setattr(ivf, "NPROBE", 10**6)  # every list: the damaged one too
     with pytest.raises(CorruptObject, match="list"):
         shard.vector_top(_queries(shard, 1)[0], None, 10)
+
+
+def _two_step(shard: Shard, q: np.ndarray, mask: Any, k: int, cutoff: float) -> Any:
+    cands = shard.vector_candidates(q, mask, k)
+    assert cands is not None
+    return cands, shard.vector_finish(cands, k, cutoff)
+
+
+def test_the_two_step_search_without_a_cutoff_is_the_one_shard_search(shard: Shard) -> None:
+    """A search over many shards takes every shard's candidates, then re-scores those from one
+    cutoff (decision 1318): with no cutoff it is each shard's own search, filters included."""
+    masks = [None, np.arange(shard.n) % 3 == 0, np.arange(shard.n) < 40]
+    for q in _queries(shard, 8):
+        for mask in masks:
+            _, got = _two_step(shard, q, mask, 10, -np.inf)
+            want = shard.vector_top(q, mask, 10)
+            assert got is not None
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+
+
+def test_the_cutoff_rescores_only_candidates_from_it(
+    shard: Shard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rescored: list[int] = []
+    real = vector_scan.rescored
+
+    def counting(rows: Any, *args: Any) -> Any:
+        rescored.append(len(rows))
+        return real(rows, *args)
+
+    monkeypatch.setattr(vector_scan, "rescored", counting)
+    q = _queries(shard, 1)[0]
+    cands, top = _two_step(shard, q, None, 10, -np.inf)
+    assert cands.kind == "codes" and rescored == [len(cands.rows)]
+    cutoff = float(np.sort(cands.scores)[-30])  # the 30 best by their codes
+    rescored.clear()
+    top = shard.vector_finish(cands, 10, cutoff)
+    assert rescored == [int((cands.scores >= cutoff).sum())] and rescored[0] >= 30
+    assert top is not None and len(top[0]) <= 10
+    best, scores = _exact(shard, q, None, 1)
+    assert top[0][0] == best[0]  # the nearest doc is among the 30 best codes here
+    np.testing.assert_allclose(top[1][0], scores[0], rtol=0, atol=1e-5)  # exact cosines
+
+
+def test_too_few_docs_above_no_cutoff_falls_back_to_the_deeper_search(shard: Shard) -> None:
+    """Rows of few docs: when every candidate passed the cutoff and they name fewer than k
+    docs, only a deeper search of the shard is right (vector_finish says so with None)."""
+    q = shard.vectors[5]
+    cands = shard.vector_candidates(q, None, shard.n)  # k: every doc, more than its rows give
+    assert cands is not None and cands.want < cands.allowed
+    assert shard.vector_finish(cands, shard.n, -np.inf) is None
+    assert shard.vector_finish(cands, shard.n, float(np.max(cands.scores))) is not None

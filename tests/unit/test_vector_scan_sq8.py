@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlake.search import index, ivf
+from memlake.search import ivf, shard_vectors
 from memlake.search.index import Doc, Shard
 from memlake.search.shard_build import build
 
@@ -46,7 +46,7 @@ def _shard() -> Shard:
         for i in range(700)
     ]
     loaded = Shard.from_bytes(build(docs, model="m", dim=DIM))
-    assert len(loaded.vectors) >= index.SQ8_MIN_ROWS  # the quantised path is the one tested
+    assert len(loaded.vectors) >= shard_vectors.SQ8_MIN_ROWS  # the quantised path is the one tested
     assert not loaded._ivf_arrays
     return loaded
 
@@ -82,7 +82,7 @@ def test_quantised_scan_finds_what_an_exact_scan_finds(shard: Shard, filtered: b
 
 
 def test_small_shards_stay_exact(shard: Shard, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(index, "SQ8_MIN_ROWS", 10**9)
+    monkeypatch.setattr(shard_vectors, "SQ8_MIN_ROWS", 10**9)
     monkeypatch.setattr(ivf, "IVF_MIN_ROWS", 10**9)
     flat = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(shard, None)]))
     q = shard.vectors[5]

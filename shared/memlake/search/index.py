@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memlake.search import ivf, vector_scan
+from memlake.search import ivf, shard_vectors, vector_scan
 from memlake.search.shard_bm25 import Bm25Postings
 from memlake.search.shard_source import (
     RangedSource,
@@ -69,6 +69,7 @@ from memlake.search.shard_source import (
     norm_of,
     tfc,
 )
+from memlake.search.shard_vectors import ShardVectors
 
 if TYPE_CHECKING:
     import faiss
@@ -83,12 +84,6 @@ F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 NO_CONTEXT = -1
-#: vector rows from which a shard scans 8-bit codes and re-scores exactly (docs/decisions/1202)
-SQ8_MIN_ROWS = 4096
-#: candidates scanned per row wanted when re-scoring
-RESCORE = 2
-#: vector rows asked per episode wanted (at most the shard's average rows per episode)
-ROWS_PER_DOC_WANTED = 4
 
 
 @dataclass(frozen=True)
@@ -121,7 +116,7 @@ def _unblob(arr: npt.NDArray[np.uint8]) -> list[str]:
 PY_STR_BYTES = 100
 
 
-class Shard(Bm25Postings):
+class Shard(Bm25Postings, ShardVectors):
     """A loaded shard: arrays plus lazily built search structures (thread-safe). Whole (every
     array in `arrays`) or ranged (`npz`: the big arrays are read by ranges when a search needs
     them, memlake.search.shard_source)."""
@@ -243,75 +238,7 @@ class Shard(Bm25Postings):
         if self._faiss is None:
             with self._lock:
                 if self._faiss is None:
-                    sq8 = len(self.vectors) >= SQ8_MIN_ROWS
+                    sq8 = len(self.vectors) >= shard_vectors.SQ8_MIN_ROWS
                     self._faiss = vector_scan.flat_index(self.vectors, self.dim, sq8)
                     self._grew(int(self._faiss.ntotal) * int(self._faiss.sa_code_size()))
         return self._faiss
-
-    def _nearest(
-        self,
-        q: F32,
-        want: int,
-        allowed: int,
-        params: Any,
-        rows_mask: Any,
-        probes: ivf.Probes | None = None,
-    ) -> tuple[I64, F32]:
-        """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
-        depth = min(allowed, want * RESCORE)
-        if self._ivf_arrays:
-            ivf_index = self._ivf_index()
-            assert ivf_index is not None
-            sel = None if params is None else params.sel
-            return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel, probes)
-        index = self._index()
-        if len(self.vectors) < SQ8_MIN_ROWS:
-            dist, idx = index.search(q, want, params=params)
-            found = idx[0] >= 0
-            return idx[0][found].astype(np.int64), dist[0][found]
-        _, idx = index.search(q, depth, params=params)
-        return vector_scan.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
-
-    def vector_top(
-        self,
-        query: F32,
-        mask: npt.NDArray[np.bool_] | None,
-        k: int,
-        probes: ivf.Probes | None = None,
-    ) -> tuple[I64, F32, F32, I64]:
-        """(docs, best cosine, second-best cosine among the rows searched (0 when none), best
-        row's passage) of the k docs whose best row is closest to `query`, among `mask`.
-        `probes`: the IVF lists to probe, planned across shards (ivf.plan_probes; None: the
-        shard's own NPROBE nearest; ignored without an IVF index)."""
-        m = len(self.vectors)
-        empty = np.empty(0, np.int64), np.empty(0, np.float32)
-        if m == 0 or k <= 0:
-            return empty[0], empty[1], empty[1], empty[0]
-        params, keep, chunk_mask, allowed = None, None, None, m
-        if mask is not None:
-            chunk_mask = mask[self.chunk_doc]
-            allowed = int(chunk_mask.sum())
-            if allowed == 0:
-                return empty[0], empty[1], empty[1], empty[0]
-            params, keep = vector_scan.row_filter(chunk_mask) if allowed < m else (None, None)
-            chunk_mask = chunk_mask if allowed < m else None
-        q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
-        # rows per doc wanted: the nearest rows are mostly of distinct docs; the loop below asks
-        # for more when they are not
-        want = min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
-        while True:
-            chunks, scores = self._nearest(q, want, allowed, params, chunk_mask, probes)
-            docs = self.chunk_doc[chunks].astype(np.int64)
-            _, first = np.unique(docs, return_index=True)
-            first.sort()  # first (best) row of each doc, in score order
-            if len(first) >= k or want >= allowed:
-                del keep
-                top = first[:k]
-                rest = np.ones(len(docs), bool)
-                rest[first] = False  # the later rows: the first of each doc is its second best
-                _, nxt = np.unique(docs[rest], return_index=True)
-                second = np.zeros(self.n, np.float32)
-                second[docs[rest][nxt]] = scores[rest][nxt]
-                passage = self.chunk_passage[chunks[top]].astype(np.int64)
-                return docs[top], scores[top], second[docs[top]], passage
-            want = min(allowed, want * 4)

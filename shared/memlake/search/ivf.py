@@ -265,20 +265,27 @@ class Ivf:
         probes: Probes | None = None,
     ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` among the `allowed` rows (`mask` / `sel`; None: all),
-        best first, with exact cosines from `vectors`: `depth` candidates from the codes of the
-        probed lists (NPROBE nearest, or the planned `probes`), re-scored. When the probed
-        lists hold fewer than `depth` allowed rows, 4x more lists are probed (up to all); a
-        filter leaving at most EXACT_BELOW rows is scanned exactly instead."""
+        best first, with exact cosines from `vectors`: the candidates re-scored."""
+        rows, _, _ = self.candidates(q, depth, allowed, mask, sel, probes)
+        return vector_scan.rescored(rows, vectors, q, want)
+
+    def candidates(
+        self, q: F32, depth: int, allowed: int, mask: Any, sel: Any, probes: Probes | None = None
+    ) -> tuple[I64, F32, bool]:
+        """(rows, their scores from the codes, whether they are a filter's exact scan) among
+        the `allowed` rows (`mask` / `sel`; None: all): `depth` candidates from the codes of
+        the probed lists (NPROBE nearest, or the planned `probes`). When the probed lists hold
+        fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
+        leaving at most EXACT_BELOW rows is every allowed row instead (no scores)."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
-        else:
-            nprobe = NPROBE if probes is None else len(probes)
-            if probes is not None and self._planned_entries(probes) < depth:
-                probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
-            while True:
-                _, idx = self.search(q, depth, nprobe, sel, probes)
-                rows = idx[0][idx[0] >= 0]
-                if len(rows) >= depth or nprobe >= self.nlist:
-                    break
-                probes, nprobe = None, max(1, 4 * nprobe)
-        return vector_scan.rescored(rows, vectors, q, want)
+            return rows, np.zeros(len(rows), np.float32), True
+        nprobe = NPROBE if probes is None else len(probes)
+        if probes is not None and self._planned_entries(probes) < depth:
+            probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
+        while True:
+            dist, idx = self.search(q, depth, nprobe, sel, probes)
+            found = idx[0] >= 0
+            if found.sum() >= depth or nprobe >= self.nlist:
+                return idx[0][found], dist[0][found], False
+            probes, nprobe = None, max(1, 4 * nprobe)

@@ -1,13 +1,17 @@
-"""Both retrievers over a search's shards, on two threads (decision 1315).
+"""Both retrievers over a search's shards, on two threads (decisions 1315, 1317, 1318).
 
 A search's work is one BM25 task and one vector task per shard (memlake.search.retrieve,
-memlake.search.index.Shard.vector_top), ~0.3-0.9 ms each at 100k episodes. The caller's thread
-plans the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303), runs
-every BM25 task, then joins one pool thread in taking the vector tasks until none is left:
-faiss's scans release the GIL, numpy's `add.at` in BM25 does not, so sharing BM25 tasks would
-only make the threads wait for each other. With one core the threads take turns, as if run in
-sequence. Results merge in shard order, as a sequential run would give them (Found.ranked
-breaks ties by id anyway). When the caller fails, the pool thread stops taking tasks.
+memlake.search.index.Shard.vector_candidates), ~0.3-0.9 ms each at 100k episodes. The caller's
+thread plans the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303;
+once the query vector is there: it may be embedded meanwhile, `embed_ahead`), runs every BM25
+task, then joins one pool thread in taking the vector tasks until none is left: faiss's scans
+release the GIL, and most of a BM25 task is numpy calls that hold it, so sharing BM25 tasks
+would only make the threads wait for each other. A vector task gives its shard's candidates
+with their code scores; once all are in, one cutoff over all shards decides which are
+re-scored exactly (`_finish_vectors`, decision 1318). Ranged shards' postings are read ahead,
+all at once (decision 1317). With one core the threads take turns, as if run in sequence.
+Results merge in shard order, as a sequential run would give them (Found.ranked breaks ties
+by id anyway). When the caller fails, the pool thread stops taking tasks.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from memlake.search.fusion import cosine_score
 from memlake.search.index import Shard
 from memlake.search.retrieve import Found, bm25_shard
 from memlake.search.shard_source import Postings
+from memlake.search.shard_vectors import Candidates
 
 if TYPE_CHECKING:
     from memlake.search.query import SearchParams
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
 PLAN_ALLOWED = 0.9
 #: pool threads helping searches (each search uses at most one beside its caller's thread)
 HELPERS = 4
+#: rows re-scored across all shards, in one shard's re-score depths (decision 1318)
+RESCORE_ACROSS = 8
 
 Task = tuple[str, int]  # ("bm25" | "vector", shard number)
 
@@ -115,6 +122,7 @@ class Sides:
         for helper in helpers:
             if not helper.cancel():  # not started: every task is done
                 helper.result()
+        self._finish_vectors([no for side, no in tasks if side == "vector"], done)
         found = {"bm25": Found(), "vector": Found()}
         for side, no in tasks:  # in task order: as a sequential run adds them
             got = done[(side, no)]
@@ -154,22 +162,48 @@ class Sides:
         top, scores, which, best = got
         return top, scores, scores, which, best
 
-    def _vector(self, no: int) -> tuple[Any, ...] | None:
+    def _vector(self, no: int) -> Candidates | None:
+        """A vector task: the shard's candidates (the first of two steps, decision 1318)."""
         self._planned.wait()  # the probes are planned across shards first
         if self._stopped:
             return None
         plan = self.plans.get(no)
         if plan is not None and not len(plan):
             return None  # none of the globally best lists is this shard's (decision 1303)
-        p, floor, qvec = self.params, self.params.cos_floor, self.qvec
-        assert qvec is not None  # vector tasks exist only with a query vector
-        docs, sims, second, passages = self.shards[no].vector_top(
-            qvec, self.masks[no], self.cand, plan
-        )
-        norm = cosine_score(sims, floor)
-        if p.vec_agg == "top2":
-            norm = np.minimum(1.0, norm + p.agg_decay * cosine_score(second, floor))
-        return docs, norm, sims, passages, norm
+        assert self.qvec is not None  # vector tasks exist only with a query vector
+        return self.shards[no].vector_candidates(self.qvec, self.masks[no], self.cand, plan)
+
+    def _finish_vectors(self, nos: list[int], done: dict[Task, Any]) -> None:
+        """The second step: one cutoff over every shard's code scores, the RESCORE_ACROSS x
+        (one shard's re-score depth)-th best, and each shard's candidates from it re-scored
+        and grouped into docs (ranged shards in parallel: their rows are read by ranges)."""
+        got = {no: c for no in nos if (c := done[("vector", no)]) is not None}
+        codes = [c.scores for c in got.values() if c.kind == "codes"]
+        every = np.concatenate(codes) if codes else np.empty(0, np.float32)
+        depth = max((c.depth for c in got.values()), default=0)
+        keep = RESCORE_ACROSS * depth
+        cutoff = -np.inf
+        if 0 < keep < len(every):
+            cutoff = float(np.partition(every, len(every) - keep)[len(every) - keep])
+
+        def finish(no: int) -> tuple[Any, ...]:
+            shard, c, p = self.shards[no], got[no], self.params
+            top = shard.vector_finish(c, self.cand, cutoff)
+            if top is None:  # too few docs: this shard searched alone, deeper
+                top = shard.vector_top(c.q[0], self.masks[no], self.cand, self.plans.get(no))
+            docs, sims, second, passages = top
+            norm = cosine_score(sims, p.cos_floor)
+            if p.vec_agg == "top2":
+                norm = np.minimum(1.0, norm + p.agg_decay * cosine_score(second, p.cos_floor))
+            return docs, norm, sims, passages, norm
+
+        ranged = [no for no in got if self.shards[no].lazy]
+        if len(ranged) > 1:
+            for no, top in zip(ranged, _PREFETCH.get().map(finish, ranged), strict=True):
+                done[("vector", no)] = top
+        for no in got:
+            if not (len(ranged) > 1 and self.shards[no].lazy):
+                done[("vector", no)] = finish(no)
 
 
 def _taker(tasks: list[Task]) -> Callable[[], Task | None]:

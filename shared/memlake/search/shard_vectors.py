@@ -1,0 +1,176 @@
+"""The vector half of memlake.search.index.Shard: the rows nearest a query, grouped into docs.
+
+One shard on its own (`vector_top`): candidates from the codes (IVF lists, or SQ8 codes of a
+flat shard), re-scored exactly from the float32 rows, and asked again deeper while the best
+rows name fewer than k docs. A search over many shards does it in two steps (decision 1318):
+every shard's candidates first (`vector_candidates`), then one cutoff over all of their code
+scores, and each shard re-scores only its candidates at or above it (`vector_finish`). At 100k
+episodes that re-scores ~0.5k rows instead of ~10k (each shard's 400), and a cold search reads
+that many float32 rows by ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from memlake.search import ivf, vector_scan
+
+if TYPE_CHECKING:
+    import faiss
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+#: vector rows from which a shard scans 8-bit codes and re-scores exactly (docs/decisions/1202)
+SQ8_MIN_ROWS = 4096
+#: candidates scanned per row wanted when re-scoring
+RESCORE = 2
+#: vector rows asked per episode wanted (at most the shard's average rows per episode)
+ROWS_PER_DOC_WANTED = 4
+#: (docs, best cosine, second-best cosine, best row's passage)
+DocTop = tuple[I64, F32, F32, I64]
+
+
+@dataclass
+class Candidates:
+    """One shard's candidate rows for a query. `kind`: "exact" (their scores are exact
+    cosines, best first: a small flat shard), "all" (rows to re-score whatever the cutoff: a
+    filter's exact scan) or "codes" (scores from the codes, to re-score above the cutoff)."""
+
+    q: F32
+    rows: I64
+    scores: F32
+    kind: Literal["exact", "all", "codes"]
+    want: int  # rows kept after the re-score
+    depth: int  # candidates asked: as many came, the shard may hold more
+    allowed: int  # rows the filter allows
+
+
+class ShardVectors:
+    """Mixin: a shard's vector search (Shard provides the arrays and indexes)."""
+
+    n: int
+    vectors: Any
+    chunk_doc: I32
+    chunk_passage: I32
+    _ivf_arrays: dict[str, Any]
+
+    def _ivf_index(self) -> ivf.Ivf | None:
+        raise NotImplementedError
+
+    def _index(self) -> faiss.Index:
+        raise NotImplementedError
+
+    def _filtered(self, mask: Any) -> tuple[Any, Any, Any, int]:
+        """(FAISS params and what they need alive, row mask, allowed rows) of a doc mask."""
+        m = len(self.vectors)
+        if mask is None:
+            return None, None, None, m
+        rows_mask = mask[self.chunk_doc]
+        allowed = int(rows_mask.sum())
+        if allowed in (0, m):
+            return None, None, None, allowed
+        params, keep = vector_scan.row_filter(rows_mask)
+        return params, keep, rows_mask, allowed
+
+    def _want(self, k: int, allowed: int) -> int:
+        """Rows wanted for k docs: the nearest rows are mostly of distinct docs (a search
+        asks again for more when they are not)."""
+        m = len(self.vectors)
+        return min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
+
+    def vector_candidates(
+        self, query: F32, mask: Any, k: int, probes: ivf.Probes | None = None
+    ) -> Candidates | None:
+        """The first step of a search over many shards (None: no row allowed)."""
+        if len(self.vectors) == 0 or k <= 0:
+            return None
+        params, keep, rows_mask, allowed = self._filtered(mask)
+        if allowed == 0:
+            return None
+        q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
+        want = self._want(k, allowed)
+        depth = min(allowed, want * RESCORE)
+        if self._ivf_arrays:
+            ivf_index = self._ivf_index()
+            assert ivf_index is not None
+            sel = None if params is None else params.sel
+            rows, scores, scan = ivf_index.candidates(q, depth, allowed, rows_mask, sel, probes)
+            del keep
+            return Candidates(q, rows, scores, "all" if scan else "codes", want, depth, allowed)
+        exact = len(self.vectors) < SQ8_MIN_ROWS
+        dist, idx = self._index().search(q, want if exact else depth, params=params)
+        del keep
+        found = idx[0] >= 0
+        rows, scores = idx[0][found].astype(np.int64), dist[0][found]
+        return Candidates(q, rows, scores, "exact" if exact else "codes", want, depth, allowed)
+
+    def vector_finish(self, c: Candidates, k: int, cutoff: float) -> DocTop | None:
+        """The second step: the k docs of the candidates, re-scored (those of the codes from
+        `cutoff` on). None when they name fewer than k docs and a deeper search of this shard
+        could find more that matter (no candidate fell below the cutoff): then only the
+        shard's own search (`vector_top`) is right."""
+        take = c.scores >= cutoff if c.kind == "codes" else np.ones(len(c.rows), bool)
+        if c.kind == "exact":
+            rows, scores = c.rows, c.scores
+        else:
+            rows, scores = vector_scan.rescored(c.rows[take], self.vectors, c.q, c.want)
+        top = self._docs_of(rows, scores, k)
+        if len(top[0]) < k and c.want < c.allowed and take.all():
+            return None
+        return top
+
+    def vector_top(self, query: F32, mask: Any, k: int, probes: ivf.Probes | None = None) -> DocTop:
+        """The k docs whose best row is closest to `query`, among `mask`, searching this shard
+        alone. `probes`: the IVF lists to probe, planned across shards (ivf.plan_probes; None:
+        the shard's own NPROBE nearest; ignored without an IVF index)."""
+        empty = np.empty(0, np.int64), np.empty(0, np.float32)
+        params, keep, rows_mask, allowed = self._filtered(mask)
+        if len(self.vectors) == 0 or k <= 0 or allowed == 0:
+            return empty[0], empty[1], empty[1], empty[0]
+        q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
+        want = self._want(k, allowed)
+        while True:
+            rows, scores = self._nearest(q, want, allowed, params, rows_mask, probes)
+            top = self._docs_of(rows, scores, k)
+            if len(top[0]) >= k or want >= allowed:
+                del keep
+                return top
+            want = min(allowed, want * 4)
+
+    def _nearest(
+        self, q: F32, want: int, allowed: int, params: Any, rows_mask: Any, probes: Any
+    ) -> tuple[I64, F32]:
+        """The `want` rows closest to `q` (exact cosines, best first) among the allowed rows."""
+        depth = min(allowed, want * RESCORE)
+        if self._ivf_arrays:
+            ivf_index = self._ivf_index()
+            assert ivf_index is not None
+            sel = None if params is None else params.sel
+            return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel, probes)
+        index = self._index()
+        if len(self.vectors) < SQ8_MIN_ROWS:
+            dist, idx = index.search(q, want, params=params)
+            found = idx[0] >= 0
+            return idx[0][found].astype(np.int64), dist[0][found]
+        _, idx = index.search(q, depth, params=params)
+        return vector_scan.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
+
+    def _docs_of(self, rows: I64, scores: F32, k: int) -> DocTop:
+        """The k best docs of rows sorted best first: each doc's best and second-best score
+        among these rows (0: none) and its best row's passage."""
+        docs = self.chunk_doc[rows].astype(np.int64)
+        _, first = np.unique(docs, return_index=True)
+        first.sort()  # first (best) row of each doc, in score order
+        top = first[:k]
+        rest = np.ones(len(docs), bool)
+        rest[first] = False  # the later rows: the first of each doc is its second best
+        _, nxt = np.unique(docs[rest], return_index=True)
+        second = np.zeros(self.n, np.float32)
+        second[docs[rest][nxt]] = scores[rest][nxt]
+        passage = self.chunk_passage[rows[top]].astype(np.int64)
+        return docs[top], scores[top], second[docs[top]], passage
