@@ -42,8 +42,10 @@ ivf.NPROBE lists (more when they hold too few allowed rows; a filter leaving few
 them exactly); one without it, of fewer than SQ8_MIN_ROWS rows, is scanned exactly (FAISS
 IndexFlatIP), a bigger one scans 8-bit codes built when first searched (decision 1202). Codes
 give candidates only: RESCORE times the rows wanted are re-scored exactly from the float32
-vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301). Filters are a
-FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only.
+vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301); a search over
+many shards re-scores only the candidates above one cutoff across them (1318). Filters are a
+FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only. The
+vector search is memlake.search.shard_vectors (ShardVectors), BM25 shard_bm25 (Bm25Postings).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
   float32 and ivf_codes (rows, dim) uint8 in list order.
 
 The approximate scores only choose candidates; the search re-scores them from float32. PQ's
-scores are coarser than SQ8's, yet re-scoring as many candidates as for SQ8 (index.RESCORE)
+scores are coarser than SQ8's, yet re-scoring as many candidates as for SQ8 (shard_vectors.RESCORE)
 kept recall@10 at 100k episodes (0.970 and 0.971 with twice as many; decision 1316).
 """
 
