@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 #: vector rows from which a written shard gets an IVF index, below: the exact flat scan. Equal
-#: to shard_vectors.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF probes all its
-#: lists: the SQ8 scan of decision 1202, stored)
+#: to shard_vectors.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF
+#: probes all its lists: the SQ8 scan of decision 1202, stored)
 IVF_MIN_ROWS = 4096
 #: vector rows per list (nlist = rows / ROWS_PER_LIST)
 ROWS_PER_LIST = 128
