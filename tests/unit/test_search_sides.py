@@ -150,15 +150,20 @@ def test_a_failed_plan_frees_the_pool_thread(
     """The pool thread waits for the caller's probe plan: when planning fails it must not wait
     forever (each such search would take a pool thread for good)."""
     _, ctx = lake_ctx
-    pool = ThreadPoolExecutor(1)
-    monkeypatch.setattr(sides, "_pool", lambda: pool)
 
     def broken_plan(*args: Any) -> Any:
         time.sleep(0.05)  # the pool thread is waiting for the plan by now
         raise RuntimeError("centroids unreadable")
 
     monkeypatch.setattr(sides, "probe_plans", broken_plan)
-    with pytest.raises(RuntimeError, match="centroids unreadable"):
+    _fails_and_frees_the_pool(ctx, monkeypatch, "centroids unreadable")
+
+
+def _fails_and_frees_the_pool(ctx: Any, monkeypatch: pytest.MonkeyPatch, error: str) -> None:
+    """A search raises `error` and its pool thread (one in the pool) is free again."""
+    pool = ThreadPoolExecutor(1)
+    monkeypatch.setattr(sides, "_pool", lambda: pool)
+    with pytest.raises(RuntimeError, match=error):
         _results(ctx, "topic1 colour2")
     assert pool.submit(lambda: "free").result(timeout=5) == "free"
     pool.shutdown()
@@ -199,15 +204,10 @@ def test_the_query_is_embedded_while_bm25_runs(
     assert all(t.startswith("memlake-embed") for t in embedded_on) and len(embedded_on) == 4
     assert bm25_while and all(bm25_while)
 
-    pool = ThreadPoolExecutor(1)
-    monkeypatch.setattr(sides, "_pool", lambda: pool)
     monkeypatch.setattr(sides.Sides, "_bm25", bm25_task)
 
     def broken(text: str) -> np.ndarray:
         raise RuntimeError("model unavailable")
 
     monkeypatch.setattr(searcher, "embed_query", broken)
-    with pytest.raises(RuntimeError, match="model unavailable"):
-        _results(ctx, "topic1 colour2")
-    assert pool.submit(lambda: "free").result(timeout=5) == "free"
-    pool.shutdown()
+    _fails_and_frees_the_pool(ctx, monkeypatch, "model unavailable")
