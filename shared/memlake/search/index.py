@@ -61,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlake.search import ivf, shard_vectors, vector_scan
+from memlake.search.arrays import F32, I32, I64
 from memlake.search.shard_bm25 import Bm25Postings
 from memlake.search.shard_source import (
     RangedSource,
@@ -82,9 +83,6 @@ FORMAT = 4
 FORMATS = (1, 2, 3, 4)
 K1 = 1.5  # (the same as memlake.search.shard_source's, which computes the tf part)
 B = 0.75
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
-I32 = npt.NDArray[np.int32]
 NO_CONTEXT = -1
 
 

@@ -26,16 +26,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from memlake.errors import CorruptObject
 from memlake.search import ivf_codes, vector_scan
+from memlake.search.arrays import F32, I64
 
 if TYPE_CHECKING:
     pass
 
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
 #: vector rows from which a written shard gets an IVF index, below: the exact flat scan. Equal
 #: to shard_vectors.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF
 #: probes all its lists: the SQ8 scan of decision 1202, stored)

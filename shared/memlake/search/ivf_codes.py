@@ -23,14 +23,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
+
+from memlake.search.arrays import F32, I64, U8
 
 if TYPE_CHECKING:
     import faiss
 
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
-U8 = npt.NDArray[np.uint8]
 
 #: dims per PQ sub-quantiser, and bits per sub-code (fast-scan's only width)
 PQ_DSUB = 4

@@ -13,13 +13,9 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from memlake.search.arrays import F32, I32, I64
 from memlake.search.shard_source import Postings, RangedSource
-
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
-I32 = npt.NDArray[np.int32]
 
 
 class Bm25Postings:

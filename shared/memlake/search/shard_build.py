@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from memlake.search import ivf
-from memlake.search.index import FORMAT, I64, K1, NO_CONTEXT, B, Doc, Shard, _blob
+from memlake.search.arrays import I64
+from memlake.search.index import FORMAT, K1, NO_CONTEXT, B, Doc, Shard, _blob
 from memlake.search.text import episode_terms, passage_terms
 
 #: episode id -> (episode row, passage starts, passage ends, vectors embedded) for re-tokenising

@@ -27,11 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memlake.search import ivf, ivf_codes
+from memlake.search.arrays import F32, I32
 from memlake.search.npz_format import bad
 from memlake.search.ranges import RangedNpz, Slice
 
-F32 = npt.NDArray[np.float32]
-I32 = npt.NDArray[np.int32]
 K1 = 1.5
 B = 0.75
 #: read when the shard opens (small: per doc, per passage, per term, per vector row, centroids)

@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from memlake.search import ivf, vector_scan
+from memlake.search.arrays import F32, I32, I64
 
 if TYPE_CHECKING:
     import faiss
 
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
-I32 = npt.NDArray[np.int32]
 #: vector rows from which a shard scans 8-bit codes and re-scores exactly (docs/decisions/1202)
 SQ8_MIN_ROWS = 4096
 #: candidates scanned per row wanted when re-scoring

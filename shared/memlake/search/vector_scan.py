@@ -6,13 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
+
+from memlake.search.arrays import F32, I64
 
 if TYPE_CHECKING:
     import faiss
-
-F32 = npt.NDArray[np.float32]
-I64 = npt.NDArray[np.int64]
 
 
 def row_filter(rows_mask: Any) -> tuple[Any, Any]:
