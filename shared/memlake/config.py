@@ -108,6 +108,9 @@ class Settings:
     embed_sync_passages: int = 64
     #: passages the deferred embedding pass embeds per commit (and per local maintenance tick)
     embed_batch_passages: int = 256
+    #: threads one MiniLM embedding call shares its batches over; 0 = min(2, usable CPUs)
+    #: (docs/decisions/1319-embedding-on-two-threads.md)
+    embed_threads: int = 0
     #: which tools tools/list offers and tools/call accepts on the MCP doors (TOOLSET_NAMES)
     toolsets: tuple[str, ...] = ("all",)
     #: the CLI's logging level (a name like INFO or a number); the Lambda doors use Powertools'
@@ -173,6 +176,7 @@ class Settings:
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
+            embed_threads=_int("MEMLAKE_EMBED_THREADS", 0, low=0, high=8),
             shard_cache_dir=os.environ.get(
                 "MEMLAKE_SHARD_CACHE_DIR",
                 "/tmp/memlake-shards" if in_lambda() else "",

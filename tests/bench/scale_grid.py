@@ -7,6 +7,7 @@ deletes its own; these reuse one):
     ... scale_grid.py shard DIR [--lists 40] [--k 240]
     ... scale_grid.py kernels
     ... scale_grid.py cold DIR [--runs 9]
+    ... scale_grid.py adds DIR [--count 20] [--threads 1 2]
 
 - build: the tenant of scale_bench.py (scale_tenant.build, realistic vectors, the 200 query
   texts and vectors, the exact top-10 of each) written to DIR and kept;
@@ -22,7 +23,9 @@ deletes its own; these reuse one):
 - kernels: BM25's posting accumulate (ufunc.at, fancy indexing, bincount, scipy's
   csc_matvec) on one and two threads;
 - cold: --runs cold hybrid searches (query embedded), each in a new Lake and Searcher (default
-  1 GiB shard cache) on DIR, promotion and the background id index off: p50 and min.
+  1 GiB shard cache) on DIR, promotion and the background id index off: p50 and min;
+- adds: scale_bench's add_episode measurement on DIR (it adds --count episodes a round), its
+  MiniLM embedding on each --threads count in turn, 3 rounds (decision 1319).
 """
 
 from __future__ import annotations
@@ -224,6 +227,19 @@ def cold(root: Path, runs: int) -> None:
     print(f"cold p50 {statistics.median(times)} ms, min {min(times)} ms: {times}", flush=True)
 
 
+def adds(root: Path, count: int, threads: list[int]) -> None:
+    from tests.bench import scale_bench
+
+    rows: dict[int, list[dict[str, Any]]] = {n: [] for n in threads}
+    for _ in range(3):
+        for n in threads:
+            rows[n].append(scale_bench.adds(root, MiniLMEmbedder(threads=n), count))
+    for n, got in rows.items():
+        keys = ("add_p50_ms", "add_embed_p50_ms", "add_without_embed_p50_ms")
+        medians = {k: statistics.median(r[k] for r in got) for k in keys}
+        print(f"embedding on {n} thread(s), median of 3 rounds: {medians}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -244,6 +260,10 @@ def main() -> None:
     c = sub.add_parser("cold")
     c.add_argument("root", type=Path)
     c.add_argument("--runs", type=int, default=9)
+    a = sub.add_parser("adds")
+    a.add_argument("root", type=Path)
+    a.add_argument("--count", type=int, default=20)
+    a.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     if args.cmd == "build":
         build(args.root, args.size, args.codes)
@@ -253,6 +273,8 @@ def main() -> None:
         shard_codes(args.root, args.lists, args.k)
     elif args.cmd == "cold":
         cold(args.root, args.runs)
+    elif args.cmd == "adds":
+        adds(args.root, args.count, args.threads)
     else:
         kernels()
 

@@ -21,6 +21,7 @@ from memlake.errors import ConfigurationError
         ("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", "0", "at least 1"),
         ("MEMLAKE_EMBED_BATCH_PASSAGES", "0", "at least 1"),
         ("MEMLAKE_EMBED_SYNC_PASSAGES", "-1", "at least 0"),
+        ("MEMLAKE_EMBED_THREADS", "9", "at most 8"),
         ("MEMLAKE_HTTP_WORKERS", "many", "must be an integer"),
         ("MEMLAKE_TOOLS_PAGE_SIZE", "0", "at least 1"),
         ("MEMLAKE_COMPACT_MIN_SEGMENTS", "1", "at least 2"),

@@ -7,14 +7,17 @@ torch and sentence-transformers; neither is a memlake dependency).
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from memlake.embed import Embedder, EmbeddingError, make_embedder
+from memlake.config import Settings
+from memlake.embed import Embedder, EmbeddingError, make_embedder, minilm
 from memlake.embed.minilm import MAX_SEQ_LENGTH, MiniLMEmbedder, default_model_dir
+from memlake.search.embedding import Searcher
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_reference.json"
 
@@ -84,6 +87,33 @@ def test_batch_matches_single_and_keeps_order(model: MiniLMEmbedder) -> None:
     np.testing.assert_array_equal(batched[0], batched[3])
 
 
+def test_batches_shared_over_two_threads_give_the_same_vectors(
+    model: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [f"passage {i} about {'memory ' * (i % 7)}and search" for i in range(9)]
+    alone = MiniLMEmbedder(threads=1).embed(texts)
+    threads: list[str] = []
+    forward = minilm._forward
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return forward(*args)
+
+    monkeypatch.setattr(minilm, "_forward", spy)
+    shared = MiniLMEmbedder(threads=2).embed(texts)
+    np.testing.assert_allclose(shared, alone, atol=1e-6)
+    assert len(threads) == 2 and any(n.startswith("memlake-minilm") for n in threads)
+    threads.clear()
+    MiniLMEmbedder(threads=2).embed(["one query"])  # one text: no helper
+    assert threads == [threading.current_thread().name]
+
+
+def test_the_searcher_embeds_on_the_configured_threads(model: MiniLMEmbedder) -> None:
+    assert Searcher(Settings()).embedder is model  # 0 = the shared instance, on up to 2
+    assert 1 <= model.threads <= 2
+    assert Searcher(Settings(embed_threads=3)).embedder.threads == 3  # type: ignore[attr-defined]
+
+
 def test_truncates_at_256_tokens(model: MiniLMEmbedder) -> None:
     head = "the quick brown fox jumps over the lazy dog " * 40  # > 256 word pieces
     a, b = model.embed([head, head + " completely different tail about databases"])
@@ -137,6 +167,9 @@ def test_bad_options() -> None:
         MiniLMEmbedder(max_tokens=1000)
     with pytest.raises(ValueError):
         MiniLMEmbedder(batch_size=0)
+    for threads in (0, 9):
+        with pytest.raises(ValueError):
+            MiniLMEmbedder(threads=threads)
 
 
 def test_embed_chunks(model: MiniLMEmbedder) -> None:

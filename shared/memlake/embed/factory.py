@@ -13,7 +13,8 @@ def make_embedder(kind: str, **opts: Any) -> Embedder:
     """An Embedder of `kind` ("minilm" or "bedrock"), built with `opts`.
 
     "minilm" without options returns the process-wide shared MiniLMEmbedder (weights load once);
-    with options (model_dir, max_tokens, batch_size) a new instance, still sharing the weights.
+    with options (model_dir, max_tokens, batch_size, threads) a new instance, still sharing the
+    weights.
     "bedrock" passes `opts` to BedrockTitanEmbedder (model_id, dimensions, normalize, client,
     region_name, max_chars). Unknown kinds raise ValueError.
     """

