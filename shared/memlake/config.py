@@ -128,6 +128,11 @@ class Settings:
             raise ConfigurationError(
                 f"rerank_candidates must be in 1..{RERANK_MAX}, got {self.rerank_candidates}"
             )
+        if not 0 <= self.embed_threads <= EMBED_THREADS_MAX:  # the embedder would refuse it later
+            raise ConfigurationError(
+                f"embed_threads must be in 0..{EMBED_THREADS_MAX} (0: automatic),"
+                f" got {self.embed_threads}"
+            )
 
     @property
     def embed_dim(self) -> int:
@@ -176,7 +181,7 @@ class Settings:
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
-            embed_threads=_int("MEMLAKE_EMBED_THREADS", 0, low=0, high=8),
+            embed_threads=_int("MEMLAKE_EMBED_THREADS", 0, low=0, high=EMBED_THREADS_MAX),
             shard_cache_dir=os.environ.get(
                 "MEMLAKE_SHARD_CACHE_DIR",
                 "/tmp/memlake-shards" if in_lambda() else "",
@@ -253,6 +258,7 @@ def _embedder() -> str:
 
 #: most hits one search reranks (each is a passage the reranker reads: latency and cost)
 RERANK_MAX = 100
+EMBED_THREADS_MAX = 8  # threads one MiniLM embedding call may use (docs/decisions/1319)
 _MODEL_ID = re.compile(r"[a-z0-9-]+\.[a-z0-9.-]+(:[0-9]+)?")
 _MODEL_ARN = re.compile(r"arn:aws[a-z-]*:bedrock:[a-z0-9-]+:[0-9]*:[a-z-]+/[A-Za-z0-9.:/-]+")
 

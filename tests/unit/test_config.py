@@ -95,3 +95,10 @@ def test_the_search_cache_gets_the_shard_cache_bound(tmp_path: Path) -> None:
     cache = services.search.shards
     assert cache.max_bytes + cache.ranges.max_bytes == 40 * MIB
     assert services.lake.cache.max_bytes == 3 * MIB
+
+
+def test_embed_threads_out_of_range_is_a_configuration_error() -> None:
+    for bad in (-1, 9):
+        with pytest.raises(ConfigurationError, match="embed_threads must be in 0..8"):
+            Settings(embed_threads=bad)
+    assert Settings(embed_threads=8).embed_threads == 8

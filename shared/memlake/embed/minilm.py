@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
+from memlake.config import EMBED_THREADS_MAX
 from memlake.embed.base import EmbeddingError, FloatMatrix, l2_normalise
 from memlake.embed.chunking import DEFAULT_CHUNK_OVERLAP as _OVERLAP
 from memlake.embed.chunking import DEFAULT_CHUNK_TOKENS as _CHUNK_TOKENS
@@ -139,8 +140,8 @@ def _forward(w: Weights, ids: npt.NDArray[np.int64], lengths: Sequence[int]) -> 
 
 
 _WEIGHTS: dict[Path, Weights] = {}
-DEFAULT_THREADS = 2  # one text's passages split over two cores: 137 -> 98 ms (decision 1319)
-MAX_THREADS = 8
+DEFAULT_THREADS = 2  # add_episode's embedding at 100k: 143 -> 109 ms on two (decision 1319)
+MAX_THREADS = EMBED_THREADS_MAX
 _BATCHES = LazyPool(MAX_THREADS - 1, "memlake-minilm")
 _SHARED: MiniLMEmbedder | None = None
 _LOCK = threading.Lock()
