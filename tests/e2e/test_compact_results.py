@@ -165,8 +165,16 @@ def test_search_content_modes_and_the_response_cap(server: ServerUnderTest) -> N
                 assert "zebra ledger" in p["text"] and "Quentin" in p["text"]
                 assert 300 <= len(p["text"]) <= 700 and hit["content_chars"] == len(content)
 
+            # The content mode must not change the ranking. The local server's maintenance
+            # thread embeds the pending passages of these long episodes meanwhile, and each of
+            # its commits (one every few seconds) may legitimately reorder the five near-equal
+            # hits: so "none" must equal a "full" search of the same state, the one just
+            # before or the one just after it (a CI run saw the order change between the two).
+            before = await call(client, "search_episodes", args)
             none = await call(client, "search_episodes", {**args, "content": "none"})
-            assert [h["id"] for h in none["episodes"]] == [h["id"] for h in full["episodes"]]
+            after = await call(client, "search_episodes", args)
+            ranked = [h["id"] for h in none["episodes"]]
+            assert ranked in [[h["id"] for h in out["episodes"]] for out in (before, after)]
             for hit in none["episodes"]:
                 assert not {"content", "truncated"} & set(hit)
                 assert hit["content_chars"] == len(by_id[hit["id"]])
