@@ -37,7 +37,7 @@ class Layer:
     ln2_b: Array
 
 
-# _Layer field -> key under "encoder.layer.{i}." (w_* are transposed: we compute x @ W)
+# Layer field -> key under "encoder.layer.{i}." (w_* are transposed: we compute x @ W)
 _LAYER_KEYS = {
     "w_o": "attention.output.dense.weight",
     "b_o": "attention.output.dense.bias",
