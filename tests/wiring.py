@@ -15,7 +15,7 @@ from memlake.embed.base import Embedder
 from memlake.features import FEATURES, episode_cleanups, table_catalog
 from memlake.lake import Lake
 from memlake.search import indexing
-from memlake.search.embedding import Searcher
+from memlake.search.searcher import Searcher
 from memlake.services import Services
 from memlake.store.base import ObjectStore
 

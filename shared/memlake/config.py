@@ -69,7 +69,7 @@ class Settings:
     max_request_bytes: int = 16 * 1024 * 1024
     #: decoded table segments in memory (memlake.lake)
     cache_bytes: int = 1 << 30
-    #: search shards, their IVF lists and byte ranges in memory (memlake.search.cache); with
+    #: search shards, their IVF lists and byte ranges in memory (memlake.search.index.cache); with
     #: cache_bytes, what bounds a process's memory whatever the tenant's size
     shard_cache_bytes: int = 1 << 30
     tools_page_size: int = 100

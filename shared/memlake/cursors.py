@@ -25,16 +25,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from memlake.errors import InvalidArgument, Unavailable
 from memlake.ids import ID_PATTERN
 from memlake.store.base import ObjectNotFound, ObjectStore, PreconditionFailed
-
-if TYPE_CHECKING:
-    from memlake.context import ToolContext
 
 #: Where a deployment without MEMLAKE_CURSOR_KEY keeps its generated key (outside tenants/).
 KEY_OBJECT = "system/cursor-key"
@@ -143,12 +140,19 @@ class Pager:
         return position
 
 
-def pager(ctx: ToolContext, listing: str, kinds: tuple[Kind, ...], *filters: Any) -> Pager:
-    """The pager of a listing of ctx's tenant, with the deployment's key."""
-    store, configured = ctx.lake.store, ctx.settings.cursor_key
+def pager(
+    store: ObjectStore,
+    tenant: str,
+    listing: str,
+    kinds: tuple[Kind, ...],
+    *filters: Any,
+    configured_key: str = "",
+) -> Pager:
+    """The pager of a listing of `tenant`, with the deployment's key (`configured_key`:
+    Settings.cursor_key, else the key kept in `store`)."""
     return Pager(
-        lambda create: cursor_key(store, configured, create=create),
-        ctx.tenant,
+        lambda create: cursor_key(store, configured_key, create=create),
+        tenant,
         fingerprint(listing, *filters),
         kinds,
     )

@@ -2,10 +2,10 @@
 
 A feature is its tables (each with the model `memlake import` checks its rows by), the cleanups
 delete_episode runs in the same transaction for rows that point at a deleted episode, and an
-optional install step on the assembled Services (the search feature hooks indexing into the
-lake's commits). Nothing registers itself on import: Services.build takes a tuple of features
-(FEATURES unless told otherwise) and builds the lake's table catalog, the delete cleanups and
-the installs from it, so two Services built with different features share nothing.
+optional install step on the assembled lake and searcher (the search feature hooks indexing
+into the lake's commits). Nothing registers itself on import: Services.build takes a tuple of
+features (FEATURES unless told otherwise) and builds the lake's table catalog, the delete
+cleanups and the installs from it, so two Services built with different features share nothing.
 docs/decisions/1140-features-assembled.md says why, and how to add a feature.
 """
 
@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlake import audit, episodes, idempotency, relationships
+from memlake.lake.engine import Lake
 from memlake.lake.schema import Catalog, TableSpec, catalog
 from memlake.lake.txn import Transaction
 from memlake.layers import tables as layers
 from memlake.search import indexing
+from memlake.search.index import chunks
+from memlake.search.searcher import Searcher
 from memlake.stored_rows import (
     AuditRow,
     ChunksRow,
@@ -31,9 +34,6 @@ from memlake.stored_rows import (
     ThreadRow,
 )
 
-if TYPE_CHECKING:
-    from memlake.services import Services
-
 #: Runs in delete_episode's transaction after the episode's tombstone is staged.
 EpisodeCleanup = Callable[[Transaction, str], None]
 
@@ -43,16 +43,13 @@ class Feature:
     name: str
     tables: tuple[TableSpec, ...] = ()
     on_episode_delete: tuple[EpisodeCleanup, ...] = ()
-    #: called once per Services.build, after the lake and the searcher exist
-    install: Callable[[Services], None] | None = None
+    #: called once per Services.build with its lake and searcher (takes no Services, so the
+    #: features sit below the assembly that lists them)
+    install: Callable[[Lake, Searcher], object] | None = None
 
 
 def _checked(spec: TableSpec, model: type[Any]) -> TableSpec:
     return replace(spec, row_model=model)
-
-
-def _index_commits(services: Services) -> None:
-    indexing.install(services.lake, services.search)
 
 
 _LAYER_ROWS = {
@@ -65,9 +62,9 @@ _LAYER_ROWS = {
 EPISODES_FEATURE = Feature("episodes", tables=(_checked(episodes.TABLE_SPEC, EpisodeRow),))
 SEARCH = Feature(
     "search",  # episode_chunks; every commit embeds its episodes and updates the index shards
-    tables=(_checked(indexing.CHUNKS_SPEC, ChunksRow),),
-    on_episode_delete=(indexing.drop_chunks,),
-    install=_index_commits,
+    tables=(_checked(chunks.CHUNKS_SPEC, ChunksRow),),
+    on_episode_delete=(chunks.drop_chunks,),
+    install=indexing.install,
 )
 LAYERS = Feature(
     "layers",  # threads, their messages, concepts, concept links

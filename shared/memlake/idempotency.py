@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, Field, model_validator
 
-from memlake.context import ToolContext
 from memlake.errors import Conflict
+from memlake.lake.engine import Lake
 from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.lake.txn import Transaction
 from memlake.stored_rows import StoredRow
@@ -128,11 +128,13 @@ class Scope:
         return record_id(self.tool, self.key)
 
     @classmethod
-    def of(cls, ctx: ToolContext, tool: str, args: BaseModel) -> Scope | None:
+    def of(cls, tool: str, args: BaseModel, ttl_seconds: float) -> Scope | None:
+        """The scope of a call of `tool` with `args` (None: no key given); a record is kept
+        `ttl_seconds` (Settings.idempotency_ttl_seconds)."""
         key = getattr(args, FIELD, None)
         if key is None:
             return None
-        ttl = timedelta(seconds=ctx.settings.idempotency_ttl_seconds)
+        ttl = timedelta(seconds=ttl_seconds)
         return cls(tool, key, payload_hash(args), ttl)
 
 
@@ -178,15 +180,16 @@ def record(txn: Transaction, scope: Scope, result: BaseModel) -> None:
     )
 
 
-def earlier_result(ctx: ToolContext, scope: Scope | None, output: type[Out]) -> Out | None:
+def earlier_result(lake: Lake, tenant: str, scope: Scope | None, output: type[Out]) -> Out | None:
     """A replay found before doing expensive work (embedding); the commit checks again."""
     if scope is None:
         return None
-    return replay(Transaction(ctx.lake.snapshot(ctx.tenant)), scope, output)
+    return replay(Transaction(lake.snapshot(tenant)), scope, output)
 
 
 def commit_once(
-    ctx: ToolContext,
+    lake: Lake,
+    tenant: str,
     scope: Scope | None,
     output: type[Out],
     change: Callable[[Transaction], Out],
@@ -194,7 +197,7 @@ def commit_once(
     """Commit `change` unless its key already has a result: the check, the write and the key's
     record run in one commit function, re-run by the engine on a lost race."""
     if scope is None:
-        return ctx.lake.commit(ctx.tenant, change)
+        return lake.commit(tenant, change)
 
     def guarded(txn: Transaction) -> Out:
         first = replay(txn, scope, output)
@@ -204,4 +207,4 @@ def commit_once(
         record(txn, scope, result)
         return result
 
-    return ctx.lake.commit(ctx.tenant, guarded)
+    return lake.commit(tenant, guarded)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from memlake.config import Settings, settings
 from memlake.errors import ConfigurationError
 from memlake.lake import Lake, Transaction
-from memlake.search.embedding import Searcher
+from memlake.search.searcher import Searcher
 from memlake.store.base import ObjectStore
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Services:
         )
         for feature in chosen:
             if feature.install is not None:
-                feature.install(services)
+                feature.install(services.lake, services.search)
         return services
 
 

@@ -32,7 +32,7 @@ from memlake.ids import check_id, check_tenant
 from memlake.lake import Lake, Snapshot, Transaction
 from memlake.lake.scans import SYSTEM_COLUMNS
 from memlake.lake.schema import Catalog, rows_to_table
-from memlake.search.indexing import CHUNKS_TABLE
+from memlake.search.index.chunks import CHUNKS_TABLE
 from memlake.stored_rows import check_row
 from memlake.transfer_json import Progress, from_json, json_safe
 

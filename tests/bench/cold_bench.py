@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 import memlake  # noqa: E402
 from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal  # noqa: E402
-from memlake.search.query import search  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from tests.support.counting import CountingStore  # noqa: E402
 from tests.wiring import bare_lake, indexed_context  # noqa: E402
@@ -41,14 +41,14 @@ TENANT = "bench"
 
 def build(root: Path, size: int, chunks: int) -> None:
     from memlake.embed.minilm import MiniLMEmbedder
-    from memlake.search import embedding
+    from memlake.search import searcher
     from tests.bench import search_bench as sb
 
     embedder = MiniLMEmbedder.shared()
     corpus = sb.Corpus(size, chunks, embedder, "realistic")
     lake = bare_lake(LocalStore(root))
-    embedding.EMBED_CACHE = size + 1000
-    embedding.EMBED_CACHE_VECTORS = (size + 1000) * chunks
+    searcher.EMBED_CACHE = size + 1000
+    searcher.EMBED_CACHE_VECTORS = (size + 1000) * chunks
     ctx = indexed_context(Principal(TENANT), lake, Settings(data_dir=root), embedder)
     sb.fill(lake, ctx.services.search, corpus)
     np.save(root / "query_vectors.npy", np.asarray(corpus.query_vectors, np.float32))
@@ -125,7 +125,7 @@ def main() -> None:
         build(args.root, args.size, args.chunks)
     else:
         if args.no_promote:
-            from memlake.search import cache
+            from memlake.search.index import cache
 
             cache.PROMOTE = False
         print(json.dumps(run(args.root, args.cold, args.warm) | {"promote": not args.no_promote}))

@@ -37,7 +37,7 @@ from memlake.context import Principal, ToolContext  # noqa: E402
 from memlake.embed import make_embedder  # noqa: E402
 from memlake.ids import new_id  # noqa: E402
 from memlake.lake import Transaction  # noqa: E402
-from memlake.search.query import SearchParams  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.services import Services  # noqa: E402
 from tests.bench import conversations, quality_bench, sessions  # noqa: E402
 

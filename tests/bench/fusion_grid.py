@@ -27,7 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memlake.search.query import SearchParams, search  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
 from tests.bench import quality_bench  # noqa: E402
 
 OFF_TOPIC = [

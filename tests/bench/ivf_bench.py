@@ -42,9 +42,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memlake.search import index, ivf  # noqa: E402
-from memlake.search.index import Doc, Shard  # noqa: E402
-from memlake.search.shard_build import build  # noqa: E402
+from memlake.search.index import ivf  # noqa: E402
+from memlake.search.index.shard import K1, B, Doc, Shard  # noqa: E402
+from memlake.search.index.shard_build import build  # noqa: E402
 from tests.bench import vectors  # noqa: E402
 
 PER = 20  # passages (vector rows) per episode
@@ -346,7 +346,7 @@ def _arrays(shard: Shard) -> dict[str, Any]:
         + ("vectors", "chunk_doc", "p_doc", "p_start", "p_end", "p_len", "p_indptr")
         + ("p_indices", "p_tf", "chunk_passage")
     )
-    from memlake.search.index import _blob
+    from memlake.search.index.shard import _blob
 
     out: dict[str, Any] = {n: getattr(shard, n) for n in names[2:]}
     out["ids"] = _blob(shard.id_list)
@@ -357,7 +357,7 @@ def _arrays(shard: Shard) -> dict[str, Any]:
 def _header(fmt: int) -> np.ndarray:
     import json
 
-    head = {"format": fmt, "model": "m", "dim": vectors.DIM, "k1": index.K1, "b": index.B}
+    head = {"format": fmt, "model": "m", "dim": vectors.DIM, "k1": K1, "b": B}
     return np.frombuffer(json.dumps({**head, "contexts": []}).encode(), np.uint8)
 
 

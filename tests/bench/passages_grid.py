@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from memlake.embed.chunking import chunk_for_embedding  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.embed.turns import Measure, Span, TokenMeasure, spans  # noqa: E402
-from memlake.search import passages  # noqa: E402
+from memlake.search.index import passages  # noqa: E402
 from tests.bench.quality_bench import MODES, build, evaluate  # noqa: E402
 
 Cut = Callable[[str, int, Measure], list[Span]]

@@ -36,8 +36,10 @@ sys.path.insert(0, str(ROOT))
 from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal, ToolContext  # noqa: E402
 from memlake.lake import Transaction  # noqa: E402
-from memlake.search import embedding, passages, text  # noqa: E402
-from memlake.search.query import SearchParams, search  # noqa: E402
+from memlake.search import searcher  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.index import passages, text  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.services import Services  # noqa: E402
 from tests.bench import conversations, sessions  # noqa: E402
 from tests.bench.sessions import Question  # noqa: E402
@@ -216,7 +218,7 @@ def main() -> None:
     if args.corpus in ("sessions", "both"):
         long = sessions.corpus(args.conversations, args.sessions, args.facts, seed=args.seed)
         corpora.append(("sessions", long))
-    embedding.EMBED_CACHE = 1 << 20  # re-indexing for the grid reuses vectors, as a rebuild does
+    searcher.EMBED_CACHE = 1 << 20  # re-indexing for the grid reuses vectors, as a rebuild does
     began = time.perf_counter()
     for name, convs in corpora:
         stats(name, convs)

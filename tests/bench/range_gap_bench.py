@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memlake.search.ranges import RangedNpz, Slice  # noqa: E402
+from memlake.search.index.ranges import RangedNpz, Slice  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.store.s3 import S3Store  # noqa: E402
 from tests.support.counting import CountingStore  # noqa: E402

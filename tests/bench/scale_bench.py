@@ -10,7 +10,7 @@ search_bench.py's corpus (WORDS Zipf words + a tag per episode, query texts of 3
 tests/bench/vectors.py's realistic vectors (query vectors: the 200 first of vectors.queries,
 i.e. the dev corpora's real questions). Per size it reports:
 
-- warm search p50/p95 (memlake.search.query.search after 20 warm-up queries): with the query
+- warm search p50/p95 (memlake.search.hybrid.search after 20 warm-up queries): with the query
   embedding (MiniLM), and hybrid with the query vector given (recency off, as search_bench);
   vector-only (weights bm25 0, vector 1) p50 and its recall@10 against the exact top-10
   (every row scanned in float32, an episode at its best row);
@@ -54,8 +54,9 @@ sys.path.insert(0, str(ROOT))
 from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
-from memlake.search.embedding import Searcher  # noqa: E402
-from memlake.search.query import SearchParams, search  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
+from memlake.search.searcher import Searcher  # noqa: E402
 from memlake.store.base import ObjectStore  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.tools import add_episode  # noqa: E402
@@ -111,7 +112,7 @@ def cold(make_store: Any, embedder: Any, texts: list[str], runs: int) -> dict[st
     its shards whole, and the episodes table build its id index, in the background once the
     answer is ready; those bytes are not the cold search's, nor is their CPU the next one's."""
     from memlake.lake import snapshot
-    from memlake.search import cache
+    from memlake.search.index import cache
 
     promote, cache.PROMOTE = cache.PROMOTE, False
     index, snapshot.INDEX_AFTER_LOOKUP = snapshot.INDEX_AFTER_LOOKUP, False

@@ -47,10 +47,12 @@ sys.path.insert(0, str(ROOT))
 
 from memlake.config import Settings  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
-from memlake.search import ivf, sides  # noqa: E402
-from memlake.search.embedding import Searcher  # noqa: E402
-from memlake.search.index import Shard  # noqa: E402
-from memlake.search.query import SearchParams, search  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.index import ivf  # noqa: E402
+from memlake.search.index.shard import Shard  # noqa: E402
+from memlake.search.query import sides  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
+from memlake.search.searcher import Searcher  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from tests.bench import scale_tenant, search_bench, vectors  # noqa: E402
 from tests.wiring import bare_lake  # noqa: E402
@@ -210,7 +212,7 @@ def kernels() -> None:
 
 def cold(root: Path, runs: int) -> None:
     from memlake.lake import snapshot
-    from memlake.search import cache
+    from memlake.search.index import cache
 
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
     texts = json.loads((root / "queries.json").read_text())

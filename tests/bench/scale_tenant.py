@@ -5,12 +5,12 @@ re-merges shards all the way and held ~1.35 GB per 10k x 20 episodes; this build
 state directly, in bounded memory:
 
 - the shard layout the server's Layout reaches for n episodes written 64 per commit (`layout`:
-  replayed with memlake.search.shards' own merge rule: 4,096-episode tier-2 shards, then
+  replayed with memlake.search.index.layout' own merge rule: 4,096-episode tier-2 shards, then
   tier-1 (512), tier-0 (64) and the tail), each shard's episodes written in ONE commit on a
   bare lake (no hooks), so a shard's seq range is that commit's version;
 - per shard, its docs as the indexing hook makes them (memlake.search.indexing.episode_doc:
   terms, passages, vectors) and the object and ShardInfo as the layout writes them
-  (memlake.search.shards.Layout.seal -> memlake.search.shard_build.build, so a new index
+  (memlake.search.index.layout.Layout.seal -> memlake.search.index.shard_build.build, so a new index
   format is picked up), then one commit of the manifest's search state;
 - vectors generated shard by shard (scale_bench.py: tests/bench/vectors.py, one seed per
   shard), never held whole: the exact top-10 of every query (an episode scores its best
@@ -33,11 +33,11 @@ import numpy as np
 
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
-from memlake.search import shards
-from memlake.search.cache import ShardCache
+from memlake.search.index.cache import ShardCache
+from memlake.search.index.layout import TAIL_DOCS, Layout, merge_plan, tier_of
+from memlake.search.index.passages import Embedded
+from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
 from memlake.search.indexing import episode_doc
-from memlake.search.passages import Embedded
-from memlake.search.shards import EXTRA_KEY, Layout, SearchState, ShardInfo
 from tests.bench import search_bench
 
 TENANT = search_bench.TENANT
@@ -48,24 +48,24 @@ Sink = Callable[[int, list[dict[str, Any]], list[tuple[list[int], list[int]]], n
 
 def layout(n: int) -> list[tuple[int, bool]]:
     """(docs, is the tail) of each shard the server's Layout holds after n episodes written
-    in commits of shards.TAIL_DOCS, oldest first (its merge rule replayed on stubs)."""
+    in commits of TAIL_DOCS, oldest first (its merge rule replayed on stubs)."""
     held: list[ShardInfo] = []
 
     def stub(docs: int, tier: int, tail: bool) -> ShardInfo:
         return ShardInfo("", docs, docs, 0, (0, 0), (0, 0), (), False, tier=tier, tail=tail)
 
-    for start in range(0, n, shards.TAIL_DOCS):
-        docs = min(shards.TAIL_DOCS, n - start)
-        if held and held[-1].tail and held[-1].docs + docs <= shards.TAIL_DOCS:
+    for start in range(0, n, TAIL_DOCS):
+        docs = min(TAIL_DOCS, n - start)
+        if held and held[-1].tail and held[-1].docs + docs <= TAIL_DOCS:
             held[-1] = replace(held[-1], docs=held[-1].docs + docs)
             continue
         if held:
-            held[-1] = replace(held[-1], tail=False, tier=shards.tier_of(held[-1].docs))
+            held[-1] = replace(held[-1], tail=False, tier=tier_of(held[-1].docs))
         held.append(stub(docs, 0, True))
-        while (plan := shards.merge_plan(tuple(held))) is not None:
+        while (plan := merge_plan(tuple(held))) is not None:
             a, b = plan
             total = sum(s.docs for s in held[a:b])
-            held[a:b] = [stub(total, shards.tier_of(total), False)]
+            held[a:b] = [stub(total, tier_of(total), False)]
     return [(s.docs, s.tail) for s in held]
 
 

@@ -52,9 +52,11 @@ from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.ids import new_id  # noqa: E402
 from memlake.lake import Lake, Transaction  # noqa: E402
 from memlake.lake.compaction import compact  # noqa: E402
-from memlake.search import embedding, shard_vectors  # noqa: E402
+from memlake.search import searcher  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.index import shard_vectors  # noqa: E402
 from memlake.search.indexing import Embedded  # noqa: E402
-from memlake.search.query import SearchParams, search  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from memlake.tools import add_episode  # noqa: E402
 from tests.bench import vectors  # noqa: E402
@@ -170,8 +172,8 @@ def bench_size(
     settings = Settings(data_dir=root)
     store = CountingStore(LocalStore(root))
     lake = bare_lake(store)
-    embedding.EMBED_CACHE = n + 1000
-    embedding.EMBED_CACHE_VECTORS = (n + 1000) * chunks
+    searcher.EMBED_CACHE = n + 1000
+    searcher.EMBED_CACHE_VECTORS = (n + 1000) * chunks
     ctx = indexed_context(Principal(TENANT), lake, settings, embedder)
     svc = ctx.services.search
     fill(lake, svc, corpus)

@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python tests/bench/vectors.py [--calibrate]
 
 Real vectors: every distinct passage of the two dev corpora (tests/bench/conversations.py and
-tests/bench/sessions.py at quality_bench's defaults, cut by memlake.search.passages.plan) and
+tests/bench/sessions.py at quality_bench's defaults, cut by memlake.search.index.passages.plan) and
 every distinct question, embedded with MiniLM once and cached in
 ~/.cache/memlake-bench/real-<hash of the texts>.npy.
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
-from memlake.search.passages import plan  # noqa: E402
+from memlake.search.index.passages import plan  # noqa: E402
 from tests.bench import conversations, sessions  # noqa: E402
 
 F32 = npt.NDArray[np.float32]

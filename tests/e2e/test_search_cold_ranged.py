@@ -26,8 +26,8 @@ from moto.server import ThreadedMotoServer
 
 from memlake.config import Settings
 from memlake.mcp.server import build_app
-from memlake.search import cache, ivf
-from memlake.search import shards as layout
+from memlake.search.index import cache, ivf, layout
+from memlake.search.index.state import SearchState
 from memlake.services import Services
 from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
@@ -167,7 +167,7 @@ def _write(world: World) -> None:
 
         run(write())
         snapshot = services.lake.snapshot(TENANT)
-        state = layout.SearchState.from_extra(snapshot.extra)
+        state = SearchState.from_extra(snapshot.extra)
         assert state is not None and [s.docs for s in state.shards] == [TAIL, EPISODES - TAIL]
         big = [s for s in state.shards if not s.tail]  # sealed, format 3 with an IVF, big
         assert len(big) == 1 and big[0].format == 4 and big[0].chunks >= ivf.IVF_MIN_ROWS

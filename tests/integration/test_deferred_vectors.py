@@ -24,8 +24,8 @@ from memlake.context import Principal
 from memlake.lake import Lake, Transaction
 from memlake.search import indexing
 from memlake.search.backfill import embed_pending, pending_map
-from memlake.search.passages import plan
-from memlake.search.query import search
+from memlake.search.hybrid import search
+from memlake.search.index.passages import plan
 from memlake.store.local import LocalStore
 from memlake.tools.registry import get_tool
 from tests.wiring import bare_lake, indexed_context

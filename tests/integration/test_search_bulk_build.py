@@ -13,9 +13,10 @@ import pytest
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.episodes import TABLE
-from memlake.search import shards as layout
-from memlake.search.query import SearchParams, search
-from memlake.search.shards import SearchState
+from memlake.search.hybrid import search
+from memlake.search.index import layout
+from memlake.search.index.state import SearchState
+from memlake.search.query.params import SearchParams
 from memlake.store.local import LocalStore
 from memlake.tools import add_episode, delete_episode
 from tests.bench import scale_tenant

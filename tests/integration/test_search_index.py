@@ -22,9 +22,9 @@ from memlake.context import Principal, ToolContext
 from memlake.errors import ConfigurationError
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
-from memlake.search import shards as layout
-from memlake.search.query import search
-from memlake.search.shards import SearchState
+from memlake.search.hybrid import search
+from memlake.search.index import layout
+from memlake.search.index.state import SearchState
 from memlake.store.local import LocalStore
 from memlake.tools import delete_episode
 from tests.wiring import bare_lake, indexed_context, tool_context
@@ -251,7 +251,7 @@ def test_search_stack_on_stubbed_bedrock_titan(tmp_path: Path, stubbed_bedrock: 
 def test_shard_cache_keeps_a_disk_copy_for_the_next_cold_start(
     tmp_path: Path, small_layout: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlake.search.cache import ShardCache
+    from memlake.search.index.cache import ShardCache
     from memlake.store.base import ObjectNotFound
 
     lake, _ = make(tmp_path / "lake", HashEmbedder())
@@ -272,7 +272,7 @@ def test_shard_cache_keeps_a_disk_copy_for_the_next_cold_start(
     assert second.last.disk_hits == 2 and second.last.fetched == 0
     assert [s.n for s in loaded] == [s.docs for s in state(lake).shards]
 
-    monkeypatch.setattr("memlake.search.cache.DISK_BYTES", 1)
+    monkeypatch.setattr("memlake.search.index.cache.DISK_BYTES", 1)
     ShardCache(disk_dir=tmp_path / "small").load_many(lake.store, shard_keys)
     assert len(list((tmp_path / "small").glob("*.npz"))) == 0  # trimmed to the budget
 

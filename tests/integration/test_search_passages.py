@@ -18,13 +18,14 @@ import pytest
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.lake import Lake, Transaction
-from memlake.search import passages as passages_mod
-from memlake.search import shards as layout
 from memlake.search.backfill import embed_pending
-from memlake.search.index import FORMAT as SHARD_FORMAT
-from memlake.search.index import Shard
-from memlake.search.query import SearchParams, search
-from memlake.search.shards import EXTRA_KEY
+from memlake.search.hybrid import search
+from memlake.search.index import layout
+from memlake.search.index import passages as passages_mod
+from memlake.search.index.shard import FORMAT as SHARD_FORMAT
+from memlake.search.index.shard import Shard
+from memlake.search.index.state import EXTRA_KEY
+from memlake.search.query.params import SearchParams
 from memlake.store.local import LocalStore
 from tests.integration.test_search_index import HashEmbedder, T, make, put, state
 from tests.wiring import bare_lake, indexed_context
@@ -202,7 +203,7 @@ def test_format1_shard_without_rows_keeps_episode_terms(tmp_path: Path) -> None:
     put(lake, "the heron stood in the reeds")
     info = state(lake).shards[0]
     old = Shard.from_bytes(_as_format1(lake.store.get(info.key)))
-    from memlake.search.shard_build import build, docs_of
+    from memlake.search.index.shard_build import build, docs_of
 
     rebuilt = Shard.from_bytes(build(docs_of(old, None), model=old.model, dim=old.dim))
     assert rebuilt.format == SHARD_FORMAT and rebuilt.p_start.tolist() == [-1]

@@ -1,4 +1,4 @@
-"""The reranking stage through memlake.search.query.search on a small local lake: a fake
+"""The reranking stage through memlake.search.hybrid.search on a small local lake: a fake
 deterministic reranker, and Bedrock Rerank through a stubbed boto3 client."""
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from memlake.context import Principal, ToolContext
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.search import indexing
-from memlake.search.embedding import Searcher
-from memlake.search.query import SearchHit, search
-from memlake.search.rerank import Reranker
-from memlake.search.rerank_bedrock import BedrockReranker
+from memlake.search.hybrid import search
+from memlake.search.query.params import SearchHit
+from memlake.search.query.rerank_bedrock import BedrockReranker
+from memlake.search.query.reranker import Reranker
+from memlake.search.searcher import Searcher
 from memlake.store.local import LocalStore
 from tests.support.stubbed import offline_client
 from tests.unit.test_bedrock_rerank import answer, request

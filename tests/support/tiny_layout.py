@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memlake.search import ivf
-from memlake.search import shards as layout
+from memlake.search.index import ivf, layout
 
 
 def tiny_ivf_layout(

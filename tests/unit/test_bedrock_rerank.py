@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from memlake.search.rerank import RerankError, rerank_hits
-from memlake.search.rerank_bedrock import MAX_CHARS, BedrockReranker
+from memlake.search.query.rerank import rerank_hits
+from memlake.search.query.rerank_bedrock import MAX_CHARS, BedrockReranker
+from memlake.search.query.reranker import RerankError
 from tests.support.stubbed import offline_client, stubbed
 from tests.unit.test_rerank import hit
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from memlake.errors import CorruptObject
-from memlake.search import cache
-from memlake.search.index import Doc, Shard
-from memlake.search.shard_bm25 import _accumulate
-from memlake.search.shard_build import build
+from memlake.search.index import cache
+from memlake.search.index.shard import Doc, Shard
+from memlake.search.index.shard_bm25 import _accumulate
+from memlake.search.index.shard_build import build
 from memlake.store.local import LocalStore
 
 KEY = "tenants/t/search/shard.npz"

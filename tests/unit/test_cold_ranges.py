@@ -21,10 +21,13 @@ from memlake.config import Settings
 from memlake.context import Principal
 from memlake.errors import CorruptObject
 from memlake.lake import Lake, Transaction
-from memlake.search import cache, index, ivf, passages, shard_vectors, sides
-from memlake.search import shards as layout
-from memlake.search.embedding import Searcher
-from memlake.search.query import SearchParams, search
+from memlake.search.hybrid import search
+from memlake.search.index import cache, ivf, layout, passages, shard_vectors
+from memlake.search.index.shard import Shard
+from memlake.search.index.state import ShardInfo
+from memlake.search.query import sides
+from memlake.search.query.params import SearchParams
+from memlake.search.searcher import Searcher
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from tests.integration.test_search_index import HashEmbedder, T, state
@@ -89,7 +92,7 @@ def _run(lake: Lake, searcher: Searcher, query: str, **kw: Any) -> list[tuple[An
     return [(h.id, h.score, h.breakdown, h.passage) for h in hits]
 
 
-def _lazy_infos(lake: Lake) -> list[layout.ShardInfo]:
+def _lazy_infos(lake: Lake) -> list[ShardInfo]:
     return [s for s in state(lake).shards if cache.lazy(s)]
 
 
@@ -141,9 +144,9 @@ def test_postings_are_read_ahead_and_a_failed_read_ahead_is_retried(
     want = _run(lake, _searcher(emb), QUERY)
     threads: list[str] = []
     began = threading.Event()
-    read_postings, bm25_task = index.Shard.read_postings, sides.Sides._bm25
+    read_postings, bm25_task = Shard.read_postings, sides.Sides._bm25
 
-    def flaky(shard: index.Shard, ids: Any) -> Any:
+    def flaky(shard: Shard, ids: Any) -> Any:
         threads.append(threading.current_thread().name)
         began.set()
         if len(threads) == 1:
@@ -156,7 +159,7 @@ def test_postings_are_read_ahead_and_a_failed_read_ahead_is_retried(
             began.clear()
         return bm25_task(self, no)
 
-    monkeypatch.setattr(index.Shard, "read_postings", flaky)
+    monkeypatch.setattr(Shard, "read_postings", flaky)
     monkeypatch.setattr(sides.Sides, "_bm25", after_read_ahead)
     assert _run(lake, _searcher(emb), QUERY) == want  # cold again: the task read it itself
     assert _run(lake, _searcher(emb), "w5 w6 w7") == _run(lake, _searcher(emb, 1 << 40), "w5 w6 w7")

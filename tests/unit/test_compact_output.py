@@ -12,7 +12,7 @@ from pydantic import Field
 
 from memlake import idempotency
 from memlake.models import KEEP_EMPTY, Output
-from memlake.search.best_passage import PASSAGE_CHARS, Span, _pick, _widen
+from memlake.search.query.best_passage import PASSAGE_CHARS, Span, _pick, _widen
 from memlake.tools.search_episodes import fair_shares
 
 from .tools.support import Harness

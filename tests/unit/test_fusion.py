@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memlake.search.fusion import (
+from memlake.search.query.fusion import (
     FusedHit,
     apply_recency,
     bm25_share,

@@ -17,7 +17,7 @@ import pytest
 from memlake.config import Settings
 from memlake.embed import Embedder, EmbeddingError, make_embedder, minilm
 from memlake.embed.minilm import MAX_SEQ_LENGTH, MiniLMEmbedder, default_model_dir
-from memlake.search.embedding import Searcher
+from memlake.search.searcher import Searcher
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_reference.json"
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
-from memlake.search import ranges
-from memlake.search.index import Doc
-from memlake.search.ranges import RangedNpz, Slice, coalesce
-from memlake.search.shard_build import build
+from memlake.search.index import ranges
+from memlake.search.index.ranges import RangedNpz, Slice, coalesce
+from memlake.search.index.shard import Doc
+from memlake.search.index.shard_build import build
 from memlake.store.base import ObjectNotFound
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from memlake.errors import CorruptObject
-from memlake.search.ranges import RangedNpz
+from memlake.search.index.ranges import RangedNpz
 from memlake.store.local import LocalStore
 
 KEY = "tenants/t/shards/s.npz"

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlake.search import ivf, sides
-from memlake.search.index import Doc, Shard
-from memlake.search.shard_build import build
+from memlake.search.index import ivf
+from memlake.search.index.shard import Doc, Shard
+from memlake.search.index.shard_build import build
+from memlake.search.query import sides
 from tests.integration.test_search_index import HashEmbedder, found, make, put, state
 from tests.support.tiny_layout import tiny_ivf_layout
 from tests.unit.test_vector_scan_sq8 import DIM, TOPICS, _exact, _mixtures, _unit

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlake.search import range_cache
-from memlake.search.range_cache import RangeCache, RangeStats
-from memlake.search.ranges import RangedNpz, Slice
+from memlake.search.index import range_cache
+from memlake.search.index.range_cache import RangeCache, RangeStats
+from memlake.search.index.ranges import RangedNpz, Slice
 from memlake.store.local import LocalStore
 from tests.support.counting import CountingStore
 

@@ -9,14 +9,9 @@ import pytest
 
 from memlake.config import Settings
 from memlake.errors import ConfigurationError
-from memlake.search.query import SearchHit
-from memlake.search.rerank import (
-    Reranker,
-    RerankError,
-    checked_scores,
-    make_reranker,
-    rerank_hits,
-)
+from memlake.search.query.params import SearchHit
+from memlake.search.query.rerank import make_reranker, rerank_hits
+from memlake.search.query.reranker import Reranker, RerankError, checked_scores
 
 
 class ByLength:
@@ -81,7 +76,7 @@ def test_a_failing_reranker_leaves_the_fused_order_and_logs_a_warning(
     error: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
     hits = [hit("a", 0.9), hit("b", 0.8)]
-    with caplog.at_level(logging.WARNING, "memlake.search.rerank"):
+    with caplog.at_level(logging.WARNING, "memlake.search.query.rerank"):
         out = rerank_hits(hits, "q", Broken(error), ["t1", "t2"], top=2)
     assert [(h.id, h.score, h.breakdown["rerank"]) for h in out] == [
         ("a", 0.9, None),

@@ -1,4 +1,4 @@
-"""The two retrievers' per-shard tasks on two threads (memlake.search.sides, decision 1315):
+"""The two retrievers' per-shard tasks on two threads (memlake.search.query.sides, decision 1315):
 the same results as one thread, every task run once, errors raised to the caller."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlake.search import sides
-from memlake.search.index import Shard
-from memlake.search.query import search
+from memlake.search.hybrid import search
+from memlake.search.index.shard import Shard
+from memlake.search.query import sides
 from tests.integration.test_search_index import HashEmbedder, T, make, put, state
 from tests.support.tiny_layout import tiny_ivf_layout
 

@@ -1,4 +1,4 @@
-"""Turn-aware passages (memlake.embed.turns, memlake.search.passages.plan): turns detected
+"""Turn-aware passages (memlake.embed.turns, memlake.search.index.passages.plan): turns detected
 conservatively, whole turns grouped up to a token budget, one shared turn, exact offsets."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from memlake.embed.minilm import MiniLMEmbedder
 from memlake.embed.turns import CharMeasure, TokenMeasure, find_turns, spans
-from memlake.search import passages
-from memlake.search.passages import HEADER, Passage, plan
+from memlake.search.index import passages
+from memlake.search.index.passages import HEADER, Passage, plan
 
 _WORDS = (
     "lake river trip photo pottery camping kids painting garden adoption support group concert"

@@ -15,10 +15,10 @@ import faiss
 import numpy as np
 import pytest
 
-from memlake.search import index, ivf, vector_scan
-from memlake.search import shards as layout
-from memlake.search.index import Doc, Shard
-from memlake.search.shard_build import build
+from memlake.search.index import ivf, layout, vector_scan
+from memlake.search.index.shard import FORMAT, Doc, Shard
+from memlake.search.index.shard_build import build
+from memlake.search.index.state import ShardInfo
 from tests.integration.test_search_index import HashEmbedder, found, make, put, state
 from tests.support.tiny_layout import tiny_ivf_layout
 from tests.unit.test_vector_scan_sq8 import DIM, TOPICS, _exact, _mixtures, _unit
@@ -244,11 +244,11 @@ def test_format2_shards_still_search_and_are_outdated(data: bytes) -> None:
     q = old.vectors[42]
     assert old.vector_top(q, None, 5)[0].tolist() == _exact(old, q, None, 5)[0]
     assert type(old._index()).__name__ == "IndexScalarQuantizer"  # today's SQ8 scan
-    info = layout.ShardInfo("k", old.n, len(old.vectors), 1, (1, 1), (0, 0), None, False, format=2)
+    info = ShardInfo("k", old.n, len(old.vectors), 1, (1, 1), (0, 0), None, False, format=2)
     assert layout.outdated(info)  # the layout rebuilds it in format 4
     assert not layout.outdated(replace(info, format=3))  # SQ8 codes: rebuilt when merged
     upgraded = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(old, None)]))
-    assert upgraded.format == index.FORMAT == 4 and upgraded._ivf_arrays
+    assert upgraded.format == FORMAT == 4 and upgraded._ivf_arrays
 
 
 def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
@@ -294,7 +294,7 @@ def test_ivf_arrays_that_disagree_are_a_clear_error_not_a_read_past_the_end(
     """FAISS copies a list's codes by its entry count: codes shorter than that, or rows naming
     no vector, must be refused before FAISS sees them, for a whole shard as for a ranged one."""
     from memlake.errors import CorruptObject
-    from memlake.search.ranges import RangedNpz
+    from memlake.search.index.ranges import RangedNpz
     from memlake.store.local import LocalStore
 
     bad = _damaged(data, damage)

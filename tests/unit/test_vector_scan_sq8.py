@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memlake.search import ivf, shard_vectors
-from memlake.search.index import Doc, Shard
-from memlake.search.shard_build import build
+from memlake.search.index import ivf, shard_vectors
+from memlake.search.index.shard import Doc, Shard
+from memlake.search.index.shard_build import build
 
 DIM = 384
 ROWS_PER_DOC = 8

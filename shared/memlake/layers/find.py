@@ -1,7 +1,7 @@
 """find_episodes' filters: platform, tags (all of them), thread, concept, context and time.
 
 The listing is newest first by when an episode happened, with a keyset cursor; a query goes to
-hybrid search with the filtered ids as its allow-list (memlake.search.query).
+hybrid search with the filtered ids as its allow-list (memlake.search.hybrid).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Hybrid search: BM25 and vector retrieval fused by rank (see memlake.search.fusion)."""
+"""Hybrid search: BM25 and vector retrieval fused by rank (see memlake.search.query.fusion)."""

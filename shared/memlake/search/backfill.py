@@ -1,7 +1,7 @@
 """The deferred embedding pass: vectors for the passages that writes left pending.
 
 A write embeds at most Settings.embed_sync_passages passages of an episode; the search layout
-in the manifest counts what is left per episode (`pending`, memlake.search.shards). This pass,
+in the manifest counts what is left per episode (`pending`, memlake.search.index.layout). This pass,
 run by maintenance (the local server's background thread and the scheduled maintenance Lambda,
 memlake.maintenance), takes pending episodes oldest first, embeds their next passages outside
 any lock, and commits the longer chunks row of one episode per commit. The commit is a normal
@@ -25,11 +25,11 @@ from typing import Any
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
-from memlake.search import shards as layout
-from memlake.search.embedding import Searcher
-from memlake.search.indexing import CHUNKS_TABLE
-from memlake.search.passages import Embedded, embed_passages, passage_texts, plan
-from memlake.search.shards import EXTRA_KEY, SearchState
+from memlake.search.index import layout
+from memlake.search.index.chunks import CHUNKS_TABLE
+from memlake.search.index.passages import Embedded, embed_passages, passage_texts, plan
+from memlake.search.index.state import EXTRA_KEY, SearchState
+from memlake.search.searcher import Searcher
 
 log = logging.getLogger("memlake.search.backfill")
 UPGRADES_PER_RUN = 8  # older-format shards rebuilt per maintenance run (one commit each)

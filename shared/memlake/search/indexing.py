@@ -1,7 +1,7 @@
 """Embedding and indexing on write, for every tool that stages episode rows.
 
 Two hooks on the lake (installed by the search feature, memlake.features, on every Lake that
-memlake.services builds), sharing the lake's Searcher (memlake.search.embedding) with reads:
+memlake.services builds), sharing the lake's Searcher (memlake.search.searcher) with reads:
 
 - prepare (before segments are written): every staged episode row gets its chunk vectors,
   staged as a row of the `episode_chunks` table (one row per episode: passage offsets and
@@ -11,10 +11,10 @@ memlake.services builds), sharing the lake's Searcher (memlake.search.embedding)
   update that leaves the text alone reuses the stored vectors. A write embeds at most
   Settings.embed_sync_passages passages (per tool call ahead of the commit, and per commit
   attempt over everything it stages): a longer episode commits with its first passages
-  embedded and the rest pending (memlake.search.passages), for memlake.search.backfill.
+  embedded and the rest pending (memlake.search.index.passages), for memlake.search.backfill.
 - commit (after segments, before the manifest): the shard layout in Manifest.extra["search"]
   is updated and the touched shard rebuilt from stored term frequencies and vectors (see
-  memlake.search.shards), its object written under tenants/<t>/search/ and named by the
+  memlake.search.index.layout), its object written under tenants/<t>/search/ and named by the
   manifest, so an episode is searchable as soon as its commit is (BM25 over all its content,
   vectors over the passages embedded so far). The layout's `pending` map counts the passages
   still to embed per episode. A chunks row staged without its episode row (the deferred pass,
@@ -27,45 +27,18 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
-
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
 from memlake.lake.engine import CommitContext
-from memlake.lake.schema import SYSTEM_FIELDS, TableSpec
-from memlake.search import shards as layout
-from memlake.search.embedding import Searcher
-from memlake.search.index import Doc
-from memlake.search.passages import Embedded, embed_passages, plan
-from memlake.search.shard_build import Rows
-from memlake.search.shards import EXTRA_KEY, SearchState
-from memlake.search.text import episode_terms, passage_terms
+from memlake.search.index import layout
+from memlake.search.index.chunks import CHUNKS_TABLE, drop_chunks
+from memlake.search.index.passages import Embedded, embed_passages, plan
+from memlake.search.index.shard import Doc
+from memlake.search.index.shard_build import Rows
+from memlake.search.index.state import EXTRA_KEY, SearchState
+from memlake.search.index.text import episode_terms, passage_terms
+from memlake.search.searcher import Searcher
 from memlake.timeutil import now
-
-CHUNKS_TABLE = "episode_chunks"
-
-
-def _chunks_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),  # the episode id
-            pa.field("model", pa.string()),
-            pa.field("content_hash", pa.string()),
-            pa.field("starts", pa.list_(pa.int32())),  # -1: the title/summary/tags text
-            pa.field("ends", pa.list_(pa.int32())),
-            pa.field("vectors", pa.list_(pa.list_(pa.float32(), dim))),  # the first k passages
-            *SYSTEM_FIELDS,
-        ]
-    )
-
-
-CHUNKS_SPEC = TableSpec(CHUNKS_TABLE, _chunks_schema)
-
-
-def drop_chunks(txn: Transaction, episode_id: str) -> None:
-    # unconditional: an existence check would read every chunk segment in a cold process, and
-    # a tombstone for an id that has no vectors is harmless
-    txn.delete(CHUNKS_TABLE, episode_id)
 
 
 def _us(value: Any) -> int | None:

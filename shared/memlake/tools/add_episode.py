@@ -74,8 +74,8 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
             f"content is {size:,} bytes; the limit is {ctx.settings.max_content_bytes:,}",
             hint="Split it into several episodes, or store a summary with the key passages.",
         )
-    scope = idempotency.Scope.of(ctx, SPEC.name, args)
-    first = idempotency.earlier_result(ctx, scope, AddEpisodeOutput)
+    scope = idempotency.Scope.of(SPEC.name, args, ctx.settings.idempotency_ttl_seconds)
+    first = idempotency.earlier_result(ctx.lake, ctx.tenant, scope, AddEpisodeOutput)
     if first is not None:  # a retry: no embedding, no write
         return first
     episode_id = new_id()
@@ -109,7 +109,7 @@ def run(ctx: ToolContext, args: AddEpisodeInput) -> AddEpisodeOutput:
         ctx.services.search, row
     )  # outside the commit lock, bounded (search indexing)
     # the key's record commits with the episode; a racing retry gets this result back
-    return idempotency.commit_once(ctx, scope, AddEpisodeOutput, change)
+    return idempotency.commit_once(ctx.lake, ctx.tenant, scope, AddEpisodeOutput, change)
 
 
 SPEC = ToolSpec(

@@ -31,8 +31,8 @@ def run(ctx: ToolContext, args: AddThreadInput) -> ThreadView:
     def change(txn: Transaction) -> ThreadView:
         return ThreadView(**threads.view(threads.create(txn, row, args.messages)))
 
-    scope = idempotency.Scope.of(ctx, SPEC.name, args)
-    return idempotency.commit_once(ctx, scope, ThreadView, change)
+    scope = idempotency.Scope.of(SPEC.name, args, ctx.settings.idempotency_ttl_seconds)
+    return idempotency.commit_once(ctx.lake, ctx.tenant, scope, ThreadView, change)
 
 
 SPEC = ToolSpec(

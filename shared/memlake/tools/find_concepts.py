@@ -39,7 +39,14 @@ class FindConceptsOutput(Output):
 def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
     snap = ctx.lake.snapshot(ctx.tenant)
     filters = (args.query, args.kind, args.parent_id, args.episode_id)
-    cursors = pager(ctx, "find_concepts", (TEXT, ID), *filters)
+    cursors = pager(
+        ctx.lake.store,
+        ctx.tenant,
+        "find_concepts",
+        (TEXT, ID),
+        *filters,
+        configured_key=ctx.settings.cursor_key,
+    )
     linked = None
     if args.episode_id is not None:
         linked = [lk["concept_id"] for lk in links.links_of_episode(snap, args.episode_id)]

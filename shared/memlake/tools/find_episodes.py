@@ -70,7 +70,8 @@ def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
     )
     if args.query is None:
         cursors = pager(
-            ctx,
+            ctx.lake.store,
+            ctx.tenant,
             "find_episodes",
             (INT64, ID),
             args.context,
@@ -79,6 +80,7 @@ def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
             tags,
             args.thread_id,
             args.concept_id,
+            configured_key=ctx.settings.cursor_key,
         )
         page, next_cursor = find.newest_first(
             table, limit=args.limit, cursor=args.cursor, pager=cursors
@@ -121,7 +123,7 @@ def _search(
             f"limit is {args.limit}; with a query it is at most {MAX_SEARCH_RESULTS}",
             hint="Lower limit, or narrow the search with filters.",
         )
-    from memlake.search.query import search  # faiss, bm25s: loaded on first search
+    from memlake.search.hybrid import search  # faiss, bm25s: loaded on first search
 
     narrowed = any(
         v is not None for v in (args.platform, args.tags or None, args.thread_id, args.concept_id)

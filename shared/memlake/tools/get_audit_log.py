@@ -43,7 +43,16 @@ class GetAuditLogOutput(Output):
 
 
 def run(ctx: ToolContext, args: GetAuditLogInput) -> GetAuditLogOutput:
-    cursors = pager(ctx, "audit", (ID,), args.relationship_id, args.episode_id, args.action)
+    cursors = pager(
+        ctx.lake.store,
+        ctx.tenant,
+        "audit",
+        (ID,),
+        args.relationship_id,
+        args.episode_id,
+        args.action,
+        configured_key=ctx.settings.cursor_key,
+    )
     before = str(cursors.decode(args.cursor)[0]) if args.cursor else None
     records, more = audit.newest_first(
         ctx.lake.snapshot(ctx.tenant),

@@ -16,7 +16,7 @@ from memlake.episodes import (
 from memlake.layers.links import linked_concepts, links_of_episode
 from memlake.layers.models import LinkedConcept
 from memlake.models import EpisodeId, Input
-from memlake.search.shards import pending_vectors
+from memlake.search.index.state import pending_vectors
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 

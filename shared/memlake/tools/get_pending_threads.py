@@ -27,7 +27,14 @@ class GetPendingThreadsOutput(Output):
 
 def run(ctx: ToolContext, args: GetPendingThreadsInput) -> GetPendingThreadsOutput:
     snap = ctx.lake.snapshot(ctx.tenant)
-    cursors = pager(ctx, "pending_threads", (INT64, ID), args.context)
+    cursors = pager(
+        ctx.lake.store,
+        ctx.tenant,
+        "pending_threads",
+        (INT64, ID),
+        args.context,
+        configured_key=ctx.settings.cursor_key,
+    )
     page, next_cursor = threads.pending_page(
         snap, context=args.context, limit=args.limit, cursor=args.cursor, pager=cursors
     )

@@ -38,7 +38,15 @@ def _summary(row: dict[str, Any]) -> EpisodeSummary:
 
 def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     start, end = args.bounds()
-    cursors = pager(ctx, "list_episodes", (INT64, ID), args.context, *args.cursor_bounds())
+    cursors = pager(
+        ctx.lake.store,
+        ctx.tenant,
+        "list_episodes",
+        (INT64, ID),
+        args.context,
+        *args.cursor_bounds(),
+        configured_key=ctx.settings.cursor_key,
+    )
     table = filtered(ctx.lake.snapshot(ctx.tenant), context=args.context, start=start, end=end)
     at, _ = occurred_bounds(table)
     at_us = pc.cast(at, pa.int64())

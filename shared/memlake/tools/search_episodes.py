@@ -10,11 +10,12 @@ from pydantic import Field, field_validator
 
 from memlake.episodes import EpisodeFields, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
-from memlake.search.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit, search
+from memlake.search.hybrid import search
+from memlake.search.query.params import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 if TYPE_CHECKING:
-    from memlake.search.best_passage import Span
+    from memlake.search.query.best_passage import Span
 
 #: All hits of one response together carry at most this many characters of content and
 #: passage text (docs/decisions/1113, 1215); a hit cut by it has truncated: true.
@@ -115,12 +116,14 @@ class _Shown:
 
 def _spans(ctx: ToolContext, hits: list[SearchHit], query: str) -> list[Span]:
     """Each hit's passage: the search's (SearchHit.passage) or best_span's pick."""
-    from memlake.search.best_passage import chunk_rows, hit_span
+    from memlake.search.query.best_passage import chunk_rows, hit_span
 
     unknown = [h.id for h in hits if h.passage is None]
     chunks = chunk_rows(hits[0].snapshot, unknown) if unknown else {}
-    svc = ctx.services.search
-    return [hit_span(svc, h.row, chunks.get(h.id), query, h.query_vector, h.passage) for h in hits]
+    embedder = ctx.services.search.embedder
+    return [
+        hit_span(embedder, h.row, chunks.get(h.id), query, h.query_vector, h.passage) for h in hits
+    ]
 
 
 def _wants(span: Span, content: str, mode: ContentMode) -> _Shown:

@@ -52,8 +52,8 @@ def run(ctx: ToolContext, args: UpsertConceptInput) -> UpsertConceptOutput:
         )
         return UpsertConceptOutput(concept=written, created=created)
 
-    scope = idempotency.Scope.of(ctx, SPEC.name, args)
-    return idempotency.commit_once(ctx, scope, UpsertConceptOutput, change)
+    scope = idempotency.Scope.of(SPEC.name, args, ctx.settings.idempotency_ttl_seconds)
+    return idempotency.commit_once(ctx.lake, ctx.tenant, scope, UpsertConceptOutput, change)
 
 
 SPEC = ToolSpec(

@@ -101,9 +101,9 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
     given = _given(args)
     at = now()
     # search: embed new text before the commit lock (loaded here, not at tools/list)
+    from memlake.search.index.state import pending_vectors
+    from memlake.search.index.text import vector_texts
     from memlake.search.indexing import embed_ahead
-    from memlake.search.shards import pending_vectors
-    from memlake.search.text import vector_texts
 
     existing = ctx.lake.snapshot(ctx.tenant).table(TABLE).get(episode_id) if args.id else None
     preview = episode_versions.preview(existing, given)

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from memlake.config import Settings
 from memlake.context import Principal, ToolContext
 from memlake.mcp.dispatch import call_tool
-from memlake.search.best_passage import Span
-from memlake.search.query import SearchHit
+from memlake.search.query.best_passage import Span
+from memlake.search.query.params import SearchHit
 from memlake.services import Services
 from memlake.store.local import LocalStore
 from memlake.timeutil import iso, now

@@ -1,4 +1,4 @@
-"""BM25 over a shard's postings (memlake.search.index.Shard's BM25 half).
+"""BM25 over a shard's postings (memlake.search.index.shard.Shard's BM25 half).
 
 BM25 is the `lucene` variant of bm25s (k1 1.5, b 0.75): score(d) = sum over query terms t of
 idf(t) * tf / (tf + k1 * (1 - b + b * len(d) / avgdl)). The tf part is precomputed for all
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from memlake.search.arrays import F32, I32, I64
-from memlake.search.shard_source import Postings, RangedSource
+from memlake.search.index.arrays import F32, I32, I64
+from memlake.search.index.shard_source import Postings, RangedSource
 
 
 class Bm25Postings:

@@ -1,14 +1,4 @@
-"""Shard layout in the manifest: which shards exist, what they hold, and how writes reshape them.
-
-The state lives in Manifest.extra["search"] and commits atomically with the episode rows:
-
-    {"format": 1, "model": "all-MiniLM-L6-v2", "dim": 384,
-     "shards": [{"key": "tenants/<t>/search/<id>.npz", "docs": 64, "chunks": 301, "bytes": ...,
-                 "seq": [first, last], "time": [min start us, max end us],
-                 "contexts": [...] or null (too many), "none": true (some docs have no context),
-                 "dead": [episode ids deleted or superseded since the shard was built],
-                 "tier": 0, "tail": true, "format": 2}, ...],
-     "pending": {"<episode id>": passages not embedded yet, ...}}
+"""How writes reshape the shard layout (the state itself: memlake.search.index.state).
 
 Shards partition the commit versions: each holds the docs written in a contiguous range of
 commits (`seq`), oldest first, and the last one, the tail, takes new writes. So the shard that
@@ -32,25 +22,19 @@ current one when a write touches it, one sealed shard per write, and by maintena
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
 
 import numpy as np
 
-from memlake.errors import ConfigurationError
 from memlake.ids import new_id
 from memlake.lake import keys
-from memlake.search.index import Doc, Shard
-from memlake.search.shard_build import Rows, build, docs_of
+from memlake.search.index.cache import ShardCache
+from memlake.search.index.shard import Doc, Shard
+from memlake.search.index.shard_build import Rows, build, docs_of
+from memlake.search.index.state import SearchState, ShardInfo
 from memlake.store.base import ObjectStore
 
-if TYPE_CHECKING:
-    from memlake.search.cache import ShardCache
-
-FORMAT = 1
-EXTRA_KEY = "search"
 TAIL_DOCS = 64
 FANOUT = 8
 MAX_TIER = 2
@@ -60,134 +44,6 @@ MAX_CONTEXTS = 32
 #: 1201), 2 no IVF index (1301)
 UPGRADE_BELOW = 3
 UPGRADES_PER_COMMIT = 1  # older-format sealed shards rebuilt by one write
-
-
-@dataclass(frozen=True)
-class ShardInfo:
-    key: str
-    docs: int
-    chunks: int
-    bytes: int
-    seq: tuple[int, int]
-    time: tuple[int, int]
-    contexts: tuple[str, ...] | None
-    none: bool
-    dead: tuple[str, ...] = ()
-    tier: int = 0
-    tail: bool = False
-    format: int = 1  # the shard object's format (memlake.search.index.FORMAT)
-
-    @property
-    def live(self) -> int:
-        return self.docs - len(self.dead)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "docs": self.docs,
-            "chunks": self.chunks,
-            "bytes": self.bytes,
-            "seq": list(self.seq),
-            "time": list(self.time),
-            "contexts": None if self.contexts is None else list(self.contexts),
-            "none": self.none,
-            "dead": list(self.dead),
-            "tier": self.tier,
-            "tail": self.tail,
-            "format": self.format,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ShardInfo:
-        ctx = d.get("contexts")
-        return cls(
-            key=d["key"],
-            docs=int(d["docs"]),
-            chunks=int(d["chunks"]),
-            bytes=int(d.get("bytes", 0)),
-            seq=(int(d["seq"][0]), int(d["seq"][1])),
-            time=(int(d["time"][0]), int(d["time"][1])),
-            contexts=None if ctx is None else tuple(ctx),
-            none=bool(d.get("none", False)),
-            dead=tuple(d.get("dead", ())),
-            tier=int(d.get("tier", 0)),
-            tail=bool(d.get("tail", False)),
-            format=int(d.get("format", 1)),
-        )
-
-    def may_match(self, context: str | None, start_us: int | None, end_us: int | None) -> bool:
-        """False when no doc of this shard can pass the filters (so it is not even loaded)."""
-        if self.live <= 0:
-            return False
-        if start_us is not None and self.time[1] < start_us:
-            return False
-        if end_us is not None and self.time[0] > end_us:
-            return False
-        return context is None or self.contexts is None or context in self.contexts
-
-
-@dataclass(frozen=True)
-class SearchState:
-    model: str
-    dim: int
-    shards: tuple[ShardInfo, ...] = field(default=())
-    #: episode id -> passages not embedded yet (absent when all are)
-    pending: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def from_extra(cls, extra: dict[str, Any]) -> SearchState | None:
-        doc = extra.get(EXTRA_KEY)
-        if not doc:
-            return None
-        if doc.get("format") != FORMAT:
-            raise ConfigurationError(f"unsupported search index format {doc.get('format')!r}")
-        shards = tuple(ShardInfo.from_json(s) for s in doc.get("shards", ()))
-        pending = {str(k): int(v) for k, v in (doc.get("pending") or {}).items()}
-        return cls(model=str(doc["model"]), dim=int(doc["dim"]), shards=shards, pending=pending)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "format": FORMAT,
-            "model": self.model,
-            "dim": self.dim,
-            "shards": [s.to_json() for s in self.shards],
-        }
-        if self.pending:
-            out["pending"] = dict(sorted(self.pending.items()))
-        return out
-
-    def check_model(self, model: str, dim: int) -> None:
-        if (self.model, self.dim) != (model, dim):
-            raise ConfigurationError(
-                f"this memory store's search index holds {self.model} vectors ({self.dim} dims)"
-                f" but the server embeds with {model} ({dim} dims); vectors of different models"
-                " cannot be compared",
-                hint="Set MEMLAKE_EMBEDDER (and MEMLAKE_BEDROCK_DIMENSIONS) back to the model the"
-                " store was built with.",
-            )
-
-    def shard_of_seq(self, seq: int) -> int | None:
-        """Position of the shard whose commit range holds `seq` (None if none does)."""
-        firsts = [s.seq[0] for s in self.shards]
-        pos = bisect.bisect_right(firsts, seq) - 1
-        if pos >= 0 and self.shards[pos].seq[0] <= seq <= self.shards[pos].seq[1]:
-            return pos
-        return None
-
-    def mark_dead(self, ids_by_seq: dict[str, int]) -> SearchState:
-        """Mark old versions (episode id -> commit version it was written in) dead."""
-        shards = list(self.shards)
-        for episode_id, seq in ids_by_seq.items():
-            pos = self.shard_of_seq(seq)
-            if pos is not None and episode_id not in shards[pos].dead:
-                shards[pos] = replace(shards[pos], dead=shards[pos].dead + (episode_id,))
-        return replace(self, shards=tuple(shards))
-
-
-def pending_vectors(extra: dict[str, Any], episode_id: str) -> int:
-    """Passages of an episode not embedded yet, from a manifest's extra (0 when none)."""
-    doc = extra.get(EXTRA_KEY) or {}
-    return int((doc.get("pending") or {}).get(episode_id, 0))
 
 
 def tier_of(docs: int) -> int:

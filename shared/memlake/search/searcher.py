@@ -1,7 +1,7 @@
 """The search state one lake's reads and writes share: the embedder, loaded index shards and
 recently computed vectors.
 
-Services builds one Searcher per lake (memlake.services). Reads (memlake.search.query, best
+Services builds one Searcher per lake (memlake.services). Reads (memlake.search.hybrid, best
 passages) embed queries and load shards through it; the write side (memlake.search.indexing,
 installed by the search feature) embeds staged episodes and writes shards through the same
 caches, so a shard written by a commit is warm for the next search.
@@ -17,10 +17,11 @@ import numpy as np
 
 from memlake.config import Settings
 from memlake.embed.base import Embedder
-from memlake.search.cache import ShardCache
-from memlake.search.passages import Embedded, EmbeddedCache, embed_passages, plan
-from memlake.search.rerank import Reranker, make_reranker
-from memlake.search.text import vector_texts
+from memlake.search.index.cache import ShardCache
+from memlake.search.index.passages import Embedded, EmbeddedCache, embed_passages, plan
+from memlake.search.index.text import vector_texts
+from memlake.search.query.rerank import make_reranker
+from memlake.search.query.reranker import Reranker
 
 EMBED_CACHE = 256  # texts
 EMBED_CACHE_VECTORS = 65_536  # ~100 MB at 384 dims

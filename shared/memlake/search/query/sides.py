@@ -1,7 +1,7 @@
 """Both retrievers over a search's shards, on two threads (decisions 1315, 1317, 1318).
 
-A search's work is one BM25 task and one vector task per shard (memlake.search.retrieve,
-memlake.search.index.Shard.vector_candidates), ~0.3-0.9 ms each at 100k episodes. The caller's
+A search's work is one BM25 task and one vector task per shard (memlake.search.query.retrieve,
+memlake.search.index.shard.Shard.vector_candidates), ~0.3-0.9 ms each at 100k episodes. The caller's
 thread plans the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303;
 once the query vector is there: it may be embedded meanwhile, `embed_ahead`), runs every BM25
 task, then joins one pool thread in taking the vector tasks until none is left: faiss's scans
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlake.pools import LazyPool
-from memlake.search import ivf
-from memlake.search.fusion import cosine_score
-from memlake.search.index import Shard
-from memlake.search.retrieve import Found, bm25_shard
-from memlake.search.shard_source import Postings
-from memlake.search.shard_vectors import Candidates
+from memlake.search.index import ivf
+from memlake.search.index.shard import Shard
+from memlake.search.index.shard_source import Postings
+from memlake.search.index.shard_vectors import Candidates
+from memlake.search.query.fusion import cosine_score
+from memlake.search.query.retrieve import Found, bm25_shard
 
 if TYPE_CHECKING:
-    from memlake.search.query import SearchParams
+    from memlake.search.query.params import SearchParams
 
 #: a shard joins the probe plan when its filter allows at least this share of its docs (dead
 #: rows only, say); a selective filter keeps the shard's own NPROBE lists (decision 1303)

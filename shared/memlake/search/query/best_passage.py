@@ -4,7 +4,7 @@ When the search itself says which content passage matched (SearchHit.passage), t
 shown (hit_span); otherwise it is picked here.
 
 The candidates are the content passages the search layer already cut (the `episode_chunks`
-row's `starts`/`ends`: memlake.search.passages), so no text is re-chunked and every offset is
+row's `starts`/`ends`: memlake.search.index.passages), so no text is re-chunked and every offset is
 one the index knows. Words decide first: the passage with the best BM25 score over the
 candidates' texts (idf over this episode's passages, so a term rare in the episode counts
 most), and among passages within NEAR_TIE of it the one closest in meaning (cosine to the query
@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from memlake.search.embedding import Searcher
-from memlake.search.indexing import CHUNKS_TABLE
-from memlake.search.passages import HEADER, Embedded, plan
-from memlake.search.text import terms, unique_terms
+from memlake.embed.base import Embedder
+from memlake.search.index.chunks import CHUNKS_TABLE
+from memlake.search.index.passages import HEADER, Embedded, plan
+from memlake.search.index.text import terms, unique_terms
 
 PASSAGE_CHARS = 600
 SNAP_CHARS = 40  # how far an edge may move to land on whitespace
@@ -65,13 +65,13 @@ def _bm25(texts: list[str], query_terms: list[str]) -> list[float]:
 
 
 def _candidates(
-    svc: Searcher, chunks: dict[str, Any] | None, content: str
+    embedder: Embedder, chunks: dict[str, Any] | None, content: str
 ) -> tuple[list[Span], list[int], np.ndarray]:
     """Content passages, each one's position among the row's passages, and the row's vectors
     (vectors[i] embeds passage i; later passages are pending)."""
-    none = np.zeros((0, svc.embedder.dim), np.float32)
-    if chunks is not None and chunks.get("model") == svc.embedder.name:
-        emb = Embedded.from_row(chunks, svc.embedder.dim)
+    none = np.zeros((0, embedder.dim), np.float32)
+    if chunks is not None and chunks.get("model") == embedder.name:
+        emb = Embedded.from_row(chunks, embedder.dim)
         pairs = [
             (i, Span(s, e))
             for i, (s, e) in enumerate(zip(emb.starts, emb.ends, strict=True))
@@ -79,12 +79,12 @@ def _candidates(
         ]
         if pairs and all(0 <= sp.start < sp.end <= len(content) for _, sp in pairs):
             return [sp for _, sp in pairs], [i for i, _ in pairs], emb.vectors
-    planned = [p for p in plan({"content": content}, svc.embedder) if p.start != HEADER]
+    planned = [p for p in plan({"content": content}, embedder) if p.start != HEADER]
     return [Span(p.start, p.end) for p in planned], [], none
 
 
 def best_span(
-    svc: Searcher,
+    embedder: Embedder,
     row: dict[str, Any],
     chunks: dict[str, Any] | None,
     query: str,
@@ -94,7 +94,7 @@ def best_span(
     content = row.get("content") or ""
     if len(content) <= PASSAGE_CHARS:  # any pick widens to all of it: no need to rank
         return Span(0, len(content))
-    spans, which, vectors = _candidates(svc, chunks, content)
+    spans, which, vectors = _candidates(embedder, chunks, content)
     if not spans:
         return _widen(Span(0, min(len(content), PASSAGE_CHARS)), content)
     lexical = _bm25([content[s.start : s.end] for s in spans], unique_terms([query]))
@@ -106,7 +106,7 @@ def best_span(
 
 
 def hit_span(
-    svc: Searcher,
+    embedder: Embedder,
     row: dict[str, Any],
     chunks: dict[str, Any] | None,
     query: str,
@@ -119,7 +119,7 @@ def hit_span(
     content = row.get("content") or ""
     if found is not None and 0 <= found[0] < found[1] <= len(content):
         return _widen(Span(*found), content)
-    return best_span(svc, row, chunks, query, query_vector)
+    return best_span(embedder, row, chunks, query, query_vector)
 
 
 def _pick(lexical: list[float], cosine: list[float | None]) -> int:

@@ -7,7 +7,7 @@ Trained once, when a shard is written (`train`), and stored as plain arrays of t
     ivf_offsets    int64 (nlist + 1)     entries of list i: [offsets[i], offsets[i + 1])
     ivf_rows       int32 (rows,)         vector row of each entry, grouped by list
     ivf_codes      uint8                 the entries' codes, list by list, and the quantiser's
-                                         arrays: memlake.search.ivf_codes (format 4: PQ
+                                         arrays: memlake.search.index.ivf_codes (format 4: PQ
                                          fast-scan blocks and ivf_pq; format 3:
                                          SQ8 codes, ivf_sq)
 
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlake.errors import CorruptObject
-from memlake.search import ivf_codes, vector_scan
-from memlake.search.arrays import F32, I64
+from memlake.search.index import ivf_codes, vector_scan
+from memlake.search.index.arrays import F32, I64
 
 if TYPE_CHECKING:
     pass
@@ -68,7 +68,7 @@ def nlist_for(rows: int) -> int:
 
 def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
     """The IVF arrays of `vectors` (rows x dim, unit): k-means on a sample, every row assigned
-    to its nearest centroid, codes of kind CODES (memlake.search.ivf_codes)."""
+    to its nearest centroid, codes of kind CODES (memlake.search.index.ivf_codes)."""
     import faiss
 
     rows, dim = vectors.shape

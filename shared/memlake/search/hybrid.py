@@ -16,16 +16,16 @@ of theoretically normalised scores, so `hit.score` is absolute (docs/decisions/1
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake
-from memlake.search.embedding import Searcher
-from memlake.search.fusion import (
+from memlake.search.index.state import SearchState
+from memlake.search.index.text import unique_terms
+from memlake.search.query.fusion import (
     FusedHit,
     apply_recency,
     convex_fuse,
@@ -33,60 +33,11 @@ from memlake.search.fusion import (
     normalise_scores,
     rrf_fuse,
 )
-from memlake.search.retrieve import Ranked, mask_of
-from memlake.search.shards import SearchState
-from memlake.search.sides import Sides, embed_ahead
-from memlake.search.text import unique_terms
-
-MAX_LIMIT = 50
-MAX_QUERY_CHARS = 2_000
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    """Tuning knobs (docs/decisions/0301 and 1201 have the measurements)."""
-
-    fusion: Literal["convex", "rrf"] = "convex"
-    #: convex: BM25's share (the vector gets 1 - alpha; `weights` scale both)
-    alpha: float = 0.6
-    #: convex: "theory" (BM25 over the query's total idf, cosine from `cos_floor`; absolute)
-    #: or "minmax" (per query over the candidates; relative, Bruch et al.'s baseline)
-    norm: Literal["theory", "minmax"] = "theory"
-    cos_floor: float = 0.2
-    #: an episode's BM25: "episode" (whole), "max" (best passage), "top2" (best + decay *
-    #: second best passage), "mix" (mix * episode + (1 - mix) * best passage)
-    bm25_agg: Literal["episode", "max", "top2", "mix"] = "mix"
-    #: an episode's vector score: "max" (best passage) or "top2" (best + decay * second)
-    vec_agg: Literal["max", "top2"] = "max"
-    agg_decay: float = 0.5
-    mix: float = 0.5
-    weights: dict[str, float] = field(default_factory=lambda: {"bm25": 1.0, "vector": 1.0})
-    candidates: int = 30  # per retriever, before fusion (at least `limit`)
-    #: rrf only: k, and BM25's weight scaled by its confidence (its top score over the query's
-    #: total idf) relative to confidence_ref, clipped
-    k: float = 1.0
-    confidence_ref: float | None = 0.2
-    confidence_clip: tuple[float, float] = (0.25, 4.0)
-    half_life_days: float = 30.0
-    recency_weight: float = 0.1
-
-
-DEFAULT_PARAMS = SearchParams()
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    id: str
-    score: float  # 0..1, absolute (comparable across queries) with the default fusion
-    breakdown: dict[str, Any]
-    row: dict[str, Any]
-    #: what the search saw, for shaping results (best passages): the snapshot the row was
-    #: read from and the query's vector (None when vectors were not searched)
-    snapshot: Any = field(default=None, compare=False, repr=False)
-    query_vector: np.ndarray | None = field(default=None, compare=False, repr=False)
-    #: offsets in row["content"] of the best matching content passage (None: unknown, or the
-    #: title/summary/tags passage matched best)
-    passage: tuple[int, int] | None = None
+from memlake.search.query.params import DEFAULT_PARAMS, SearchHit, SearchParams
+from memlake.search.query.rerank import rerank_search
+from memlake.search.query.retrieve import Ranked, mask_of
+from memlake.search.query.sides import Sides, embed_ahead
+from memlake.search.searcher import Searcher
 
 
 def _us(value: datetime | None) -> int | None:
@@ -156,14 +107,12 @@ def search(
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
     searcher.shards.promote(lake.store, infos)  # whole shards later, if the tenant fits (1306)
-    reranker = searcher.reranker  # the reranking stage (memlake.search.rerank, decision 1210)
+    reranker = searcher.reranker  # the reranking stage (memlake.search.query.rerank, decision 1210)
     if reranker is None:
         return _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
-    from memlake.search.rerank import rerank_search
-
-    wanted = max(limit, searcher.settings.rerank_candidates)
-    hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
-    return rerank_search(hits, query, searcher, reranker)[:limit]
+    top = searcher.settings.rerank_candidates
+    hits = _hits(snap, fused, bm25, vec, max(limit, top), recency, params, qvec)
+    return rerank_search(hits, query, searcher.embedder, reranker, top)[:limit]
 
 
 def _fused(bm25: Ranked, vec: Ranked, params: SearchParams, total_idf: float) -> list[FusedHit]:

@@ -11,7 +11,7 @@ The reranker is optional and never fatal: when it fails (throttled, access denie
 answer) the search logs a warning and returns the fused order with `breakdown["rerank"]` None.
 
 Backends (`make_reranker`, from Settings): "none" (the default) and "bedrock" (Amazon
-Bedrock's Rerank API: memlake.search.rerank_bedrock). No local cross-encoder ships with its
+Bedrock's Rerank API: memlake.search.query.rerank_bedrock). No local cross-encoder ships with its
 weights in a package we can install (the search is in the decision record), so there is no
 "local" backend; the Protocol is what one would implement.
 """
@@ -19,44 +19,20 @@ weights in a package we can install (the search is in the decision record), so t
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from memlake.errors import MemlakeError
+from memlake.embed.base import Embedder
+from memlake.search.query.best_passage import best_span, chunk_rows
+from memlake.search.query.params import SearchHit
+from memlake.search.query.reranker import Reranker, checked_scores
 
 if TYPE_CHECKING:
     from memlake.config import Settings
-    from memlake.search.embedding import Searcher
-    from memlake.search.query import SearchHit
 
-log = logging.getLogger("memlake.search.rerank")
+log = logging.getLogger("memlake.search.query.rerank")
 
 RERANKER_KINDS = ("none", "bedrock")
-
-
-class RerankError(MemlakeError):
-    """A reranker failed (service error, malformed answer). The search falls back to the
-    fused order; `retryable` marks throttling and unavailability."""
-
-    code = "rerank_error"
-
-    def __init__(self, message: str, *, hint: str = "", retryable: bool = False) -> None:
-        super().__init__(message, hint=hint)
-        self.retryable = retryable
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Scores passages against a query with a cross-encoder.
-
-    `name` identifies the model; `score` returns one relevance in 0..1 per passage, in the
-    given order (not sorted), or raises RerankError.
-    """
-
-    name: str
-
-    def score(self, query: str, passages: list[str]) -> list[float]: ...
 
 
 def make_reranker(settings: Settings) -> Reranker | None:
@@ -65,24 +41,10 @@ def make_reranker(settings: Settings) -> Reranker | None:
     if kind == "none":
         return None
     if kind == "bedrock":
-        from memlake.search.rerank_bedrock import BedrockReranker
+        from memlake.search.query.rerank_bedrock import BedrockReranker
 
         return BedrockReranker(settings.rerank_model)
     raise ValueError(f"unknown reranker {kind!r}; expected one of {RERANKER_KINDS}")
-
-
-def checked_scores(scores: list[float], expected: int, name: str) -> list[float]:
-    """`scores` as floats clamped to 0..1, or RerankError when the count is wrong or one is
-    not a finite number."""
-    if len(scores) != expected:
-        raise RerankError(f"reranker {name} returned {len(scores)} scores for {expected} texts")
-    out = []
-    for s in scores:
-        value = float(s)
-        if not math.isfinite(value):
-            raise RerankError(f"reranker {name} returned a score that is not a number: {s!r}")
-        out.append(min(1.0, max(0.0, value)))
-    return out
 
 
 def rerank_hits(
@@ -120,13 +82,11 @@ def _marked(hit: SearchHit, score: float, rerank: float | None) -> SearchHit:
     return replace(hit, score=score, breakdown=breakdown)
 
 
-def hit_texts(searcher: Searcher, hits: list[SearchHit], query: str) -> list[str]:
+def hit_texts(embedder: Embedder, hits: list[SearchHit], query: str) -> list[str]:
     """The text a reranker judges each hit by: its title and its best passage.
 
     The passage is `hit.passage` (character offsets into the content) where the search set
-    one, else the passage search_episodes would show (memlake.search.best_passage)."""
-    from memlake.search.best_passage import best_span, chunk_rows
-
+    one, else the passage search_episodes would show (memlake.search.query.best_passage)."""
     chunks: dict[str, Any] = {}
     missing = [h for h in hits if getattr(h, "passage", None) is None and h.snapshot is not None]
     if missing:
@@ -136,7 +96,7 @@ def hit_texts(searcher: Searcher, hits: list[SearchHit], query: str) -> list[str
         content = hit.row.get("content") or ""
         span = getattr(hit, "passage", None)
         if span is None:
-            best = best_span(searcher, hit.row, chunks.get(hit.id), query, hit.query_vector)
+            best = best_span(embedder, hit.row, chunks.get(hit.id), query, hit.query_vector)
             span = (best.start, best.end)
         passage = content[span[0] : span[1]]
         title = hit.row.get("title")
@@ -145,9 +105,8 @@ def hit_texts(searcher: Searcher, hits: list[SearchHit], query: str) -> list[str
 
 
 def rerank_search(
-    hits: list[SearchHit], query: str, searcher: Searcher, reranker: Reranker
+    hits: list[SearchHit], query: str, embedder: Embedder, reranker: Reranker, top: int
 ) -> list[SearchHit]:
-    """What memlake.search.query.search calls last: `hits` reranked over the first
-    Settings.rerank_candidates, judged by their best passages."""
-    top = searcher.settings.rerank_candidates
-    return rerank_hits(hits, query, reranker, hit_texts(searcher, hits[:top], query), top)
+    """What memlake.search.hybrid.search calls last: `hits` reranked over the first `top`
+    (Settings.rerank_candidates), judged by their best passages."""
+    return rerank_hits(hits, query, reranker, hit_texts(embedder, hits[:top], query), top)

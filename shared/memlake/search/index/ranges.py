@@ -15,7 +15,7 @@ offset and a row slice of a C-order array is one contiguous byte range. RangedNp
   rows of known members first; then rows of the members whose headers just came), byte
   ranges coalesced where the gap between two is at most COALESCE_GAP.
 
-Every range goes through a RangeCache (memlake.search.range_cache) keyed by the range asked
+Every range goes through a RangeCache (memlake.search.index.range_cache) keyed by the range asked
 for, which also counts hits, misses, requests and bytes. docs/decisions/1305 explains the
 choices and the numbers.
 """
@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memlake.pools import LazyPool
-from memlake.search.npz_format import (
+from memlake.search.index.npz_format import (
     EOCD,
     ArrayInfo,
     Member,
@@ -39,7 +39,7 @@ from memlake.search.npz_format import (
     parse_directory,
     parse_npy_header,
 )
-from memlake.search.range_cache import RangeCache
+from memlake.search.index.range_cache import RangeCache
 from memlake.store.base import ObjectStore, RangeNotSatisfiable
 
 TAIL_BYTES = 4 << 10  # a directory of ~60 members; a format-3 shard has ~28 (~1.7 KB)

@@ -1,4 +1,4 @@
-"""Writing a shard (memlake.search.index): merge loaded shards and new docs into one object.
+"""Writing a shard (memlake.search.index.shard): merge loaded shards and new docs into one object.
 
 Nothing is re-embedded: old docs keep their stored term frequencies, passages and vectors. A
 format-1 part (no passages) is first turned back into docs (`docs_of`): its vectors are kept,
@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from memlake.search import ivf
-from memlake.search.arrays import I64
-from memlake.search.index import FORMAT, K1, NO_CONTEXT, B, Doc, Shard, _blob
-from memlake.search.text import episode_terms, passage_terms
+from memlake.search.index import ivf
+from memlake.search.index.arrays import I64
+from memlake.search.index.shard import FORMAT, K1, NO_CONTEXT, B, Doc, Shard, _blob
+from memlake.search.index.text import episode_terms, passage_terms
 
 #: episode id -> (episode row, passage starts, passage ends, vectors embedded) for re-tokenising
 Rows = Mapping[str, tuple[dict[str, Any], Sequence[int], Sequence[int], int]]

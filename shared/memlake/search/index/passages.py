@@ -24,7 +24,7 @@ import numpy as np
 
 from memlake.embed.base import Embedder
 from memlake.embed.turns import CharMeasure, Measure, TokenMeasure, spans
-from memlake.search.text import vector_texts
+from memlake.search.index.text import vector_texts
 
 CHUNK_TOKENS = 64  # with [CLS]/[SEP]; docs/decisions/1205-turn-aware-passages.md
 CHAR_WINDOW = 2_000  # for embedders without a local tokenizer (Bedrock Titan)

@@ -1,6 +1,6 @@
 """Where a shard's big arrays come from when it is opened by byte ranges (docs/decisions/1306).
 
-A big sealed shard (memlake.search.cache.lazy) is opened through a RangedNpz: the object's
+A big sealed shard (memlake.search.index.cache.lazy) is opened through a RangedNpz: the object's
 directory (one tail GET), then ONE round of coalesced GETs for the per-doc, per-passage and
 per-term arrays a search needs at once (EAGER) and the .npy headers of the big members. The
 rest is read when a search needs it and kept in the byte-bounded RangeCache (memory, /tmp):
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memlake.search import ivf, ivf_codes
-from memlake.search.arrays import F32, I32
-from memlake.search.npz_format import bad
-from memlake.search.ranges import RangedNpz, Slice
+from memlake.search.index import ivf, ivf_codes
+from memlake.search.index.arrays import F32, I32
+from memlake.search.index.npz_format import bad
+from memlake.search.index.ranges import RangedNpz, Slice
 
 K1 = 1.5
 B = 0.75
@@ -54,7 +54,7 @@ def norm_of(lengths: F32) -> F32:
 
 def checked_postings(indices: Any, n: int, what: str) -> I32:
     """`indices` if they are int32 doc numbers in 0..n-1. The BM25 kernel adds into scores by
-    them unchecked (memlake.search.shard_bm25), so a damaged object fails here instead of
+    them unchecked (memlake.search.index.shard_bm25), so a damaged object fails here instead of
     writing outside the scores array. ValueError names what is wrong."""
     arr = np.asarray(indices)
     if arr.dtype != np.int32 or arr.ndim != 1:

@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlake.errors import CorruptObject
-from memlake.search.index import Shard
-from memlake.search.npz_format import bad
-from memlake.search.range_cache import RangeCache, trim_dir, write_atomically
-from memlake.search.ranges import RangedNpz
+from memlake.search.index.npz_format import bad
+from memlake.search.index.range_cache import RangeCache, trim_dir, write_atomically
+from memlake.search.index.ranges import RangedNpz
+from memlake.search.index.shard import Shard
 from memlake.store.base import ObjectStore
 
 if TYPE_CHECKING:
-    from memlake.search.shards import ShardInfo
+    from memlake.search.index.state import ShardInfo
 
 LOAD_THREADS = 8
 #: half of Lambda's default 512 MB /tmp; the RangeCache keeps the other half (its DISK_BYTES)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memlake.search.rerank import RerankError, checked_scores
+from memlake.search.query.reranker import RerankError, checked_scores
 
 AMAZON_RERANK = "amazon.rerank-v1:0"
 COHERE_RERANK = "cohere.rerank-v3-5:0"

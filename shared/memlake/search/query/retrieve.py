@@ -1,5 +1,5 @@
 """One retriever's side of a search over the loaded shards: per-shard filter masks, BM25 and
-vector top lists (episode scores from their passages, memlake.search.query.SearchParams says
+vector top lists (episode scores from their passages, memlake.search.query.params.SearchParams says
 how), merged across shards into one ranked list with each episode's best passage."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlake.search.fusion import bm25_share
-from memlake.search.index import Shard
-from memlake.search.shard_source import Postings
-from memlake.search.shards import ShardInfo
+from memlake.search.index.shard import Shard
+from memlake.search.index.shard_source import Postings
+from memlake.search.index.state import ShardInfo
+from memlake.search.query.fusion import bm25_share
 
 if TYPE_CHECKING:
-    from memlake.search.query import SearchParams
+    from memlake.search.query.params import SearchParams
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The vector half of memlake.search.index.Shard: the rows nearest a query, grouped into docs.
+"""The vector half of memlake.search.index.shard.Shard: the rows nearest a query, grouped into docs.
 
 One shard on its own (`vector_top`): candidates from the codes (IVF lists, or SQ8 codes of a
 flat shard), re-scored exactly from the float32 rows, and asked again deeper while the best
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from memlake.search import ivf, vector_scan
-from memlake.search.arrays import F32, I32, I64
+from memlake.search.index import ivf, vector_scan
+from memlake.search.index.arrays import F32, I32, I64
 
 if TYPE_CHECKING:
     import faiss

@@ -11,7 +11,7 @@ JSON header, loaded with allow_pickle=False, the way bm25s saves an index):
     indices  doc of each posting                   tf       term frequency of each posting
     vectors  passage vectors (rows x dim, unit)    chunk_doc  doc of each vector (ascending)
 
-Format 2 adds the episode's passages (memlake.search.passages: ALL of them, also those whose
+Format 2 adds the episode's passages (memlake.search.index.passages: ALL of them, also those whose
 vectors are pending, the title/summary/tags passage too), each a BM25 "doc" of its own:
 
     p_doc    doc of each passage (ascending)       p_start, p_end  offsets in content (-1: header)
@@ -20,7 +20,7 @@ vectors are pending, the title/summary/tags passage too), each a BM25 "doc" of i
     chunk_passage  passage of each vector row (-1: a placeholder row, nothing embedded yet)
 
 A format-1 shard still loads and searches (episode-level BM25, no passage offsets); the layout
-rebuilds it in format 2 (memlake.search.shards).
+rebuilds it in format 2 (memlake.search.index.layout).
 
 BM25 is the `lucene` variant of bm25s (k1 1.5, b 0.75): score(d) = sum over query terms t of
 idf(t) * tf / (tf + k1 * (1 - b + b * len(d) / avgdl)). The shard keeps the raw term
@@ -32,8 +32,8 @@ A filter multiplies the scores by a 0/1 weight mask before top-k, as bm25s's wei
 
 Format 3 adds, to a shard of at least ivf.IVF_MIN_ROWS vector rows, an IVF index with 8-bit
 codes trained when the shard is written (ivf_centroids, ivf_sq, ivf_offsets, ivf_rows,
-ivf_codes: memlake.search.ivf); format 4 codes its lists with 4-bit PQ for FAISS's fast-scan
-(ivf_pq: memlake.search.ivf_codes, decision 1316). Formats 2 and 3 still load and
+ivf_codes: memlake.search.index.ivf); format 4 codes its lists with 4-bit PQ for FAISS's fast-scan
+(ivf_pq: memlake.search.index.ivf_codes, decision 1316). Formats 2 and 3 still load and
 search; the layout rebuilds a format-2 shard from its stored vectors, and a format-3 one when
 a merge or purge rewrites it anyway.
 
@@ -45,7 +45,7 @@ give candidates only: RESCORE times the rows wanted are re-scored exactly from t
 vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301); a search over
 many shards re-scores only the candidates above one cutoff across them (1318). Filters are a
 FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only. The
-vector search is memlake.search.shard_vectors (ShardVectors), BM25 shard_bm25 (Bm25Postings).
+vector search is memlake.search.index.shard_vectors (ShardVectors), BM25 shard_bm25 (Bm25Postings).
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memlake.search import ivf, shard_vectors, vector_scan
-from memlake.search.arrays import F32, I32, I64
-from memlake.search.shard_bm25 import Bm25Postings
-from memlake.search.shard_source import (
+from memlake.search.index import ivf, shard_vectors, vector_scan
+from memlake.search.index.arrays import F32, I32, I64
+from memlake.search.index.shard_bm25 import Bm25Postings
+from memlake.search.index.shard_source import (
     RangedSource,
     RowReader,
     ShardIvf,
@@ -72,16 +72,16 @@ from memlake.search.shard_source import (
     norm_of,
     tfc,
 )
-from memlake.search.shard_vectors import ShardVectors
+from memlake.search.index.shard_vectors import ShardVectors
 
 if TYPE_CHECKING:
     import faiss
 
-    from memlake.search.ranges import RangedNpz
+    from memlake.search.index.ranges import RangedNpz
 
 FORMAT = 4
 FORMATS = (1, 2, 3, 4)
-K1 = 1.5  # (the same as memlake.search.shard_source's, which computes the tf part)
+K1 = 1.5  # (the same as memlake.search.index.shard_source's, which computes the tf part)
 B = 0.75
 NO_CONTEXT = -1
 
@@ -119,7 +119,7 @@ PY_STR_BYTES = 100
 class Shard(Bm25Postings, ShardVectors):
     """A loaded shard: arrays plus lazily built search structures (thread-safe). Whole (every
     array in `arrays`) or ranged (`npz`: the big arrays are read by ranges when a search needs
-    them, memlake.search.shard_source)."""
+    them, memlake.search.index.shard_source)."""
 
     def __init__(self, arrays: dict[str, Any], npz: RangedNpz | None = None) -> None:
         head = json.loads(arrays["header"].tobytes())

@@ -1,6 +1,6 @@
 """Byte ranges of immutable objects, kept across requests (and warm Lambda invocations).
 
-The ranged-read twin of ShardCache (memlake.search.cache): shard objects never change under a
+The ranged-read twin of ShardCache (memlake.search.index.cache): shard objects never change under a
 key (a rebuild writes a new key), so a cached range never goes stale. An entry is one exact
 range (key, start, end) as a reader asked for it (a member's rows, a probed list, a header),
 not the coalesced request that fetched it, so the same ask hits whatever else was fetched with

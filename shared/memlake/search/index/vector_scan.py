@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlake.search.arrays import F32, I64
+from memlake.search.index.arrays import F32, I64
 
 if TYPE_CHECKING:
     import faiss
