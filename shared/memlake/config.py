@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from memlake.config_values import TOOLSET_NAMES, checked_url, is_bedrock_model, parse_toolsets
 from memlake.errors import ConfigurationError
 
 
@@ -24,25 +22,6 @@ def _int(name: str, default: int, *, low: int | None = None, high: int | None = 
     if high is not None and value > high:
         raise ConfigurationError(f"{name} must be at most {high}, got {value}")
     return value
-
-
-#: what `MEMLAKE_TOOLSETS` / `serve --toolsets` may name (memlake.tools.registry.TOOLSETS)
-TOOLSET_NAMES = ("episodes", "layers", "graph", "all")
-
-
-def parse_toolsets(raw: str, *, source: str = "MEMLAKE_TOOLSETS") -> tuple[str, ...]:
-    """Comma-separated toolset names -> a canonical tuple; ("all",) when empty or when "all"
-    is among them. An unknown name is a ConfigurationError naming the choices."""
-    names = [p.strip().lower() for p in raw.split(",") if p.strip()]
-    unknown = [n for n in names if n not in TOOLSET_NAMES]
-    if unknown:
-        raise ConfigurationError(
-            f"{source}: unknown toolset {unknown[0][:40]!r}; choose from"
-            f" {', '.join(TOOLSET_NAMES)} (comma-separated, e.g. episodes,layers)"
-        )
-    if not names or "all" in names:
-        return ("all",)
-    return tuple(n for n in TOOLSET_NAMES if n in names)
 
 
 def _list(name: str) -> tuple[str, ...]:
@@ -153,10 +132,12 @@ class Settings:
             api_keys=_list("MEMLAKE_API_KEYS"),
             allowed_origins=_list("MEMLAKE_ALLOWED_ORIGINS"),
             authorization_servers=tuple(
-                _url("MEMLAKE_AUTHORIZATION_SERVERS", u, issuer=True)
+                checked_url("MEMLAKE_AUTHORIZATION_SERVERS", u, issuer=True)
                 for u in _list("MEMLAKE_AUTHORIZATION_SERVERS")
             ),
-            public_url=_url("MEMLAKE_PUBLIC_URL", os.environ.get("MEMLAKE_PUBLIC_URL", "").strip()),
+            public_url=checked_url(
+                "MEMLAKE_PUBLIC_URL", os.environ.get("MEMLAKE_PUBLIC_URL", "").strip()
+            ),
             default_context=os.environ.get("MEMLAKE_DEFAULT_CONTEXT") or None,
             max_content_bytes=_int("MEMLAKE_MAX_CONTENT_BYTES", 256 * 1024, low=1),
             max_request_bytes=_int("MEMLAKE_MAX_REQUEST_BYTES", 16 * 1024 * 1024, low=1024),
@@ -197,48 +178,6 @@ class Settings:
         )
 
 
-def _url(name: str, raw: str, *, issuer: bool = False) -> str:
-    """An absolute http(s) URL without query or fragment, trailing "/" dropped; "" stays "".
-
-    An issuer is https (plain http only on loopback, for a development authorization server)
-    and may have a path (Cognito's ends in the pool id). MEMLAKE_PUBLIC_URL is an origin, no
-    path: the MCP endpoint is its /mcp."""
-    if not raw:
-        return ""
-    what = "issuer URLs" if issuer else "an origin like https://memlake.example.com"
-    try:
-        parts = urlsplit(raw)
-        parts.port  # noqa: B018  (raises ValueError on a bad port)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be {what}, got {raw!r}") from None
-    host = parts.hostname or ""
-    loopback = host == "localhost" or _is_loopback_ip(host)
-    ok = (
-        (parts.scheme == "https" or (parts.scheme == "http" and (loopback or not issuer)))
-        and bool(host)
-        and not parts.query
-        and not parts.fragment
-        and "@" not in parts.netloc
-        and raw.isascii()
-        and not any(c in raw for c in ' "\\<>{}|^`')  # it goes into a quoted header value
-        and (issuer or parts.path in ("", "/"))
-    )
-    if not ok:
-        raise ConfigurationError(
-            f"{name} must be {what}"
-            f"{' (https; http only for localhost)' if issuer else ''}, without query or"
-            f" fragment{'' if issuer else ' or path'}, got {raw!r}"
-        )
-    return raw.rstrip("/")
-
-
-def _is_loopback_ip(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _cursor_key() -> str:
     key = os.environ.get("MEMLAKE_CURSOR_KEY", "").strip()
     if key and len(key) < 32:
@@ -259,8 +198,6 @@ def _embedder() -> str:
 #: most hits one search reranks (each is a passage the reranker reads: latency and cost)
 RERANK_MAX = 100
 EMBED_THREADS_MAX = 8  # threads one MiniLM embedding call may use (docs/decisions/1319)
-_MODEL_ID = re.compile(r"[a-z0-9-]+\.[a-z0-9.-]+(:[0-9]+)?")
-_MODEL_ARN = re.compile(r"arn:aws[a-z-]*:bedrock:[a-z0-9-]+:[0-9]*:[a-z-]+/[A-Za-z0-9.:/-]+")
 
 
 def _reranker() -> str:
@@ -274,7 +211,7 @@ def _reranker() -> str:
 
 def _rerank_model() -> str:
     model = os.environ.get("MEMLAKE_RERANK_MODEL", "").strip() or "cohere.rerank-v3-5:0"
-    if not (_MODEL_ID.fullmatch(model) or _MODEL_ARN.fullmatch(model)):
+    if not is_bedrock_model(model):
         raise ConfigurationError(
             "MEMLAKE_RERANK_MODEL must be a Bedrock rerank model id (cohere.rerank-v3-5:0,"
             f" amazon.rerank-v1:0) or a model ARN, got {model[:80]!r}"

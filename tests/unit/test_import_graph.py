@@ -20,7 +20,7 @@ SOURCE = Path(memlake.__file__).parent.parent
 #: A name is a package (the prefix of its modules) or a module; the longest one that matches
 #: a module is its place, so memlake.search.index sits below memlake.search.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memlake.__main__", "memlake.cli"),  # the doors' entry points
+    ("memlake.__main__", "memlake.cli", "memlake.commands"),  # the command line
     ("memlake.mcp",),  # transports: HTTP, API Gateway, stdio, direct
     ("memlake.tools",),  # one use case per tool
     ("memlake.context", "memlake.maintenance"),  # what a call runs with; the maintenance pass
@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (  # leaves
         "memlake",
         "memlake.config",
+        "memlake.config_values",
         "memlake.errors",
         "memlake.ids",
         "memlake.jsonshape",

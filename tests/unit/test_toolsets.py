@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memlake import cli
-from memlake.config import TOOLSET_NAMES, Settings, parse_toolsets
+from memlake.config import Settings
+from memlake.config_values import TOOLSET_NAMES, parse_toolsets
 from memlake.context import Principal, ToolContext
 from memlake.errors import ConfigurationError
 from memlake.mcp.dispatch import descriptors, dispatch, instructions, tool_descriptor

@@ -8,9 +8,8 @@ jittered exponential backoff. Writers in one process queue up and the one holdin
 lock commits everyone's changes in a single manifest version (group commit), so a storm of
 writers makes few manifest writes instead of a stampede of conditional PUTs.
 
-Readers find the newest version from the cached version (or the hint) by probing forward:
-versions are contiguous, so a gallop of existence checks then a binary search finds it
-without LIST. A warm reader spends one request (does version+1 exist?).
+Readers find the newest version from the cached version (or the hint) by probing forward
+(memlake.lake.manifest_log): a warm reader spends one request (does version+1 exist?).
 """
 
 from __future__ import annotations
@@ -24,14 +23,14 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from memlake.errors import MemlakeError, NotFound, Unavailable
-from memlake.lake import keys
+from memlake.errors import MemlakeError, Unavailable
+from memlake.lake import keys, manifest_log
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
 from memlake.lake.segments import SegmentCache, write_segment
 from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
-from memlake.store.base import ObjectNotFound, ObjectStore, PreconditionFailed
+from memlake.store.base import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
 HINT_RECHECK_SECONDS = 60.0
@@ -148,38 +147,8 @@ class Lake:
             return list(self._tenants)
 
     # reading ---------------------------------------------------------------------------
-    def _read_hint(self, tenant: str) -> int:
-        try:
-            return int(self.store.get(keys.hint_key(tenant)).decode().strip() or 0)
-        except (ObjectNotFound, ValueError):
-            return 0
-
-    def _exists(self, tenant: str, version: int) -> bool:
-        return self.store.exists(keys.manifest_key(tenant, version))
-
-    def _probe_latest(self, tenant: str, known: int) -> int:
-        lo, step = known, 1
-        while self._exists(tenant, lo + step):
-            lo, step = lo + step, step * 2
-        hi = lo + step
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self._exists(tenant, mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
-
     def load_manifest(self, tenant: str, version: int) -> Manifest:
-        if version == 0:
-            return Manifest.empty(tenant)
-        try:
-            return Manifest.from_bytes(self.store.get(keys.manifest_key(tenant, version)))
-        except ObjectNotFound as e:
-            raise NotFound(
-                f"version {version} of this memory store does not exist or was collected",
-                hint="Use a newer version.",
-            ) from e
+        return manifest_log.load_manifest(self.store, tenant, version)
 
     def snapshot(self, tenant: str, *, version: int | None = None) -> Snapshot:
         """The newest committed snapshot (or an older version for point-in-time reads)."""
@@ -195,9 +164,9 @@ class Lake:
             known = current.version if current is not None else 0
             if current is None or time.monotonic() - st.validated_at > HINT_RECHECK_SECONDS:
                 # a long-idle cache may sit below manifests GC has since removed: re-anchor
-                known = max(known, self._read_hint(tenant))
+                known = max(known, manifest_log.read_hint(self.store, tenant))
                 st.validated_at = time.monotonic()
-            latest = self._probe_latest(tenant, known)
+            latest = manifest_log.newest_version(self.store, tenant, known)
             if current is not None and latest == current.version:
                 return current
             manifest = self.load_manifest(tenant, latest)

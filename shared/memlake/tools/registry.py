@@ -42,7 +42,7 @@ GRAPH_TOOLS: tuple[str, ...] = (
 #: Tool names in listing order. Each is the module memlake.tools.<name> exposing SPEC.
 TOOL_NAMES: tuple[str, ...] = EPISODE_TOOLS + SEARCH_TOOLS + MEMORY_LAYER_TOOLS + GRAPH_TOOLS
 
-#: toolset -> its tools; "all" is every tool. Its keys are config.TOOLSET_NAMES, which
+#: toolset -> its tools; "all" is every tool. Its keys are config_values.TOOLSET_NAMES, which
 #: Settings checks (docs/decisions/1102-toolsets.md)
 TOOLSETS: dict[str, tuple[str, ...]] = {
     "episodes": EPISODE_TOOLS + SEARCH_TOOLS,

@@ -1,0 +1,185 @@
+"""What the CLI's lake commands do (`memlake compact | gc | maintain | export | import`), and
+the settings every command runs with (--data, --toolsets applied; a local lake directory
+checked first). memlake.cli parses the arguments and calls these; each returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlake.config import Settings
+from memlake.config_values import parse_toolsets
+from memlake.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from memlake.maintenance import MaintenancePolicy, TenantReport
+
+
+def settings_for(args: argparse.Namespace, *, create: bool = False) -> Settings:
+    """The settings with --data applied; a local lake directory is checked first: it must
+    exist (`create`: or be creatable) and be writable, else one line says what is wrong."""
+    cfg = Settings.from_env()
+    if getattr(args, "data", None):
+        cfg = replace(cfg, data_dir=Path(args.data), store="local")
+    if getattr(args, "toolsets", None) is not None:
+        cfg = replace(cfg, toolsets=parse_toolsets(args.toolsets, source="--toolsets"))
+    if cfg.store == "local":
+        _check_data_dir(cfg.data_dir, create=create)
+    return cfg
+
+
+def _check_data_dir(path: Path, *, create: bool) -> None:
+    if not path.exists() and not create:
+        raise ConfigurationError(
+            f"no lake at {path}: the data directory does not exist (check --data or"
+            " MEMLAKE_DATA_DIR)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path, prefix=".tmp-probe-"):
+            pass
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise ConfigurationError(f"cannot use data directory {path}: {reason}") from e
+
+
+def _operator_pass(
+    args: argparse.Namespace, step: Callable[[MaintenancePolicy], MaintenancePolicy]
+) -> tuple[TenantReport, MaintenancePolicy]:
+    """One step of maintenance on one tenant: `step` picks it from the operator's policy
+    (maintenance_policy "operator") and applies the command's flags."""
+    from memlake.maintenance import maintain_tenant, maintenance_policy
+    from memlake.services import Services
+    from memlake.transfer import tenant_snapshot
+
+    services = Services.build(settings_for(args))
+    tenant_snapshot(services.lake, args.tenant)  # a mistyped tenant is an error, not "nothing"
+    policy = step(maintenance_policy(services.settings, "operator"))
+    return maintain_tenant(services, args.tenant, policy), policy
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    from memlake.lake.compaction import CompactionReport
+
+    done, policy = _operator_pass(
+        args,
+        lambda p: replace(p, merge_run=args.min_segments or p.merge_run, gc_grace_seconds=None),
+    )
+    report = done.compaction or CompactionReport()
+    if args.json:
+        print(json.dumps({"tenant": args.tenant, **asdict(report)}))
+    elif report.version is None:
+        print(
+            f"tenant {args.tenant}: nothing to compact (no table has {policy.merge_run} or more"
+            " small segments in a row)"
+        )
+    else:
+        merged = ", ".join(f"{table} {n}" for table, n in sorted(report.merged.items()))
+        print(
+            f"tenant {args.tenant}: compacted {_count(len(report.merged), 'table')} into"
+            f" version {report.version}; segments merged: {merged};"
+            f" {_count(report.rows_written, 'row')} written, {report.rows_dropped} dropped"
+        )
+    return 0
+
+
+def run_gc(args: argparse.Namespace) -> int:
+    from memlake.lake.gc import GcReport
+
+    def gc_only(p: MaintenancePolicy) -> MaintenancePolicy:
+        grace = p.gc_grace_seconds if args.grace_seconds is None else args.grace_seconds
+        return replace(p, compact_at=0, gc_grace_seconds=grace)
+
+    report = _operator_pass(args, gc_only)[0].gc or GcReport()
+    if args.json:
+        print(json.dumps({"tenant": args.tenant, **asdict(report)}))
+    else:
+        print(
+            f"tenant {args.tenant}: deleted"
+            f" {_count(report.deleted_objects, 'unreferenced object')},"
+            f" {_count(report.deleted_manifests, 'old manifest')} and"
+            f" {_count(report.deleted_temp_files, 'temporary file')};"
+            f" kept {_count(report.kept_objects, 'object')}"
+        )
+    return 0
+
+
+def run_maintain(args: argparse.Namespace) -> int:
+    from memlake.maintenance import maintenance_policy, run_maintenance
+    from memlake.services import Services
+    from memlake.transfer import tenant_snapshot
+
+    services = Services.build(settings_for(args))
+    if args.tenant:
+        tenant_snapshot(services.lake, args.tenant)
+    policy = maintenance_policy(services.settings, "scheduled")
+    tenants = [args.tenant] if args.tenant else None
+    report = run_maintenance(services, policy, tenants=tenants)
+    if args.json:
+        print(json.dumps(report.to_dict()))
+    else:
+        failed = f"; failed: {', '.join(report.failed)}" if report.failed else ""
+        print(
+            f"{_count(report.tenants, 'tenant')}: compacted"
+            f" {_count(report.compacted_tables, 'table')}, embedded"
+            f" {_count(report.passages_embedded, 'passage')} ({report.passages_pending} pending),"
+            f" deleted {_count(report.deleted_objects, 'unreferenced object')} and"
+            f" {_count(report.deleted_manifests, 'old manifest')}{failed}"
+        )
+    return 1 if report.failed else 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from memlake.services import Services
+    from memlake.transfer import export_tenant, tenant_snapshot
+
+    services = Services.build(settings_for(args))
+    vectors = not args.no_vectors
+    if args.output:
+        tenant_snapshot(services.lake, args.tenant)  # a mistyped tenant leaves no empty file
+        with open(args.output, "wb") as out:
+            counts = export_tenant(services.lake, args.tenant, out, vectors=vectors)
+    else:
+        counts = export_tenant(services.lake, args.tenant, sys.stdout.buffer, vectors=vectors)
+        sys.stdout.flush()
+    print("exported " + ", ".join(f"{t}: {n}" for t, n in counts.items()), file=sys.stderr)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    import shutil
+
+    from memlake.services import Services
+    from memlake.transfer import import_tenant
+
+    services = Services.build(settings_for(args, create=True))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(args.file)
+        if args.file == "-":  # import reads the file twice (check, then commit): spool stdin
+            path = Path(tmp, "stdin.jsonl")
+            with path.open("wb") as fh:
+                shutil.copyfileobj(sys.stdin.buffer, fh)
+        report = import_tenant(
+            services.lake,
+            args.tenant,
+            path,
+            batch_size=args.batch_size,
+            max_content_bytes=services.settings.max_content_bytes,
+        )
+    print(
+        f"imported {report.rows} rows: {report.written} written, {report.unchanged} unchanged,"
+        f" {report.commits} commits",
+        file=sys.stderr,
+    )
+    return 0
