@@ -5,7 +5,7 @@ re-merges shards all the way and held ~1.35 GB per 10k x 20 episodes; this build
 state directly, in bounded memory:
 
 - the shard layout the server's Layout reaches for n episodes written 64 per commit (`layout`:
-  replayed with memlake.search.index.layout' own merge rule: 4,096-episode tier-2 shards, then
+  replayed with memlake.search.index.layout's own merge rule: 4,096-episode tier-2 shards, then
   tier-1 (512), tier-0 (64) and the tail), each shard's episodes written in ONE commit on a
   bare lake (no hooks), so a shard's seq range is that commit's version;
 - per shard, its docs as the indexing hook makes them (memlake.search.indexing.episode_doc:
@@ -33,8 +33,9 @@ import numpy as np
 
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
+from memlake.search.index import layout as shard_layout
 from memlake.search.index.cache import ShardCache
-from memlake.search.index.layout import TAIL_DOCS, Layout, merge_plan, tier_of
+from memlake.search.index.layout import Layout
 from memlake.search.index.passages import Embedded
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
 from memlake.search.indexing import episode_doc
@@ -48,24 +49,24 @@ Sink = Callable[[int, list[dict[str, Any]], list[tuple[list[int], list[int]]], n
 
 def layout(n: int) -> list[tuple[int, bool]]:
     """(docs, is the tail) of each shard the server's Layout holds after n episodes written
-    in commits of TAIL_DOCS, oldest first (its merge rule replayed on stubs)."""
+    in commits of shard_layout.TAIL_DOCS, oldest first (its merge rule replayed on stubs)."""
     held: list[ShardInfo] = []
 
     def stub(docs: int, tier: int, tail: bool) -> ShardInfo:
         return ShardInfo("", docs, docs, 0, (0, 0), (0, 0), (), False, tier=tier, tail=tail)
 
-    for start in range(0, n, TAIL_DOCS):
-        docs = min(TAIL_DOCS, n - start)
-        if held and held[-1].tail and held[-1].docs + docs <= TAIL_DOCS:
+    for start in range(0, n, shard_layout.TAIL_DOCS):
+        docs = min(shard_layout.TAIL_DOCS, n - start)
+        if held and held[-1].tail and held[-1].docs + docs <= shard_layout.TAIL_DOCS:
             held[-1] = replace(held[-1], docs=held[-1].docs + docs)
             continue
         if held:
-            held[-1] = replace(held[-1], tail=False, tier=tier_of(held[-1].docs))
+            held[-1] = replace(held[-1], tail=False, tier=shard_layout.tier_of(held[-1].docs))
         held.append(stub(docs, 0, True))
-        while (plan := merge_plan(tuple(held))) is not None:
+        while (plan := shard_layout.merge_plan(tuple(held))) is not None:
             a, b = plan
             total = sum(s.docs for s in held[a:b])
-            held[a:b] = [stub(total, tier_of(total), False)]
+            held[a:b] = [stub(total, shard_layout.tier_of(total), False)]
     return [(s.docs, s.tail) for s in held]
 
 
