@@ -21,7 +21,9 @@ weights and passage budgets (tests/bench/passages_grid.py compares passage cuts)
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
+import shutil
 import sys
 import tempfile
 import time
@@ -69,7 +71,9 @@ MODES: dict[str, SearchParams] = {
 
 def build(convs: Sequence[Conversation], root: Path | None = None) -> tuple[ToolContext, list[str]]:
     """A fresh local lake holding every session; returns a tool context and ids in order."""
-    root = root or Path(tempfile.mkdtemp(prefix="memlake-quality-"))
+    if root is None:  # a lake of its own, removed when the bench exits (it reads it until then)
+        root = Path(tempfile.mkdtemp(prefix="memlake-quality-"))
+        atexit.register(shutil.rmtree, root, True)
     settings = Settings(data_dir=root)
     services = Services.build(settings)
     ctx = ToolContext(Principal("quality"), services)

@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
+import networkx as nx
+
 import memlake
 
 SOURCE = Path(memlake.__file__).parent.parent
@@ -70,8 +72,11 @@ def _imported(node: ast.AST, here: str, known: dict[str, Path]) -> Iterable[str]
         yield from (alias.name for alias in node.names)
     elif isinstance(node, ast.ImportFrom):
         base = node.module or ""
-        if node.level:  # relative: resolve against this module's package
-            package = here.split(".")[: -node.level] if here in known else []
+        if node.level:  # relative: against this module's package (a package is its own)
+            parts = here.split(".")
+            if known[here].name != "__init__.py":
+                parts = parts[:-1]
+            package = parts[: len(parts) - node.level + 1]
             base = ".".join([*package, base] if base else package)
         for alias in node.names:
             sub = f"{base}.{alias.name}"
@@ -94,45 +99,11 @@ def import_graph(root: Path, top: str = "memlake") -> dict[str, set[str]]:
 
 
 def loops(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+    """The strongly connected components of more than one module (networkx's, not our own
+    memlake.graph code: the check must not lean on code it checks)."""
+    digraph = nx.DiGraph([(a, b) for a, targets in graph.items() for b in targets])
+    components = nx.strongly_connected_components(digraph)
+    return sorted(sorted(c) for c in components if len(c) > 1)
 
 
 def layer_of(module: str) -> int | None:
@@ -184,7 +155,7 @@ def test_the_check_sees_type_only_function_local_and_relative_imports(tmp_path: 
         tmp_path,
         {
             "memlake/__init__.py": "",
-            "memlake/search/__init__.py": "",
+            "memlake/search/__init__.py": "from . import hybrid\n",
             "memlake/search/hybrid.py": "from .index import shard\n",
             "memlake/search/index/__init__.py": "",
             "memlake/search/index/shard.py": (
@@ -199,11 +170,18 @@ def test_the_check_sees_type_only_function_local_and_relative_imports(tmp_path: 
     graph = import_graph(root)
     assert graph["memlake.search.hybrid"] == {"memlake.search.index.shard"}
     assert graph["memlake.search.index.shard"] == {"memlake.search.hybrid"}
+    assert graph["memlake.search"] == {"memlake.search.hybrid"}  # relative, in a package
     assert graph["memlake.tools.base"] == {"memlake.lake"}  # the module, not the package
     assert sorted(loops(graph)) == [
         ["memlake.lake", "memlake.tools.base"],
         ["memlake.search.hybrid", "memlake.search.index.shard"],
     ]
-    ups = upward_arrows(graph)
-    assert "memlake.lake (layer 11) imports memlake.tools.base (layer 2)" in ups
-    assert any(a.startswith("memlake.search.index.shard (layer 9) imports") for a in ups)
+    lake, tools = layer_of("memlake.lake"), layer_of("memlake.tools.base")
+    index, runtime = layer_of("memlake.search.index.shard"), layer_of("memlake.search.hybrid")
+    assert lake is not None and tools is not None and index is not None and runtime is not None
+    assert tools < lake and runtime < index  # top first
+    assert upward_arrows(graph) == [
+        f"memlake.lake (layer {lake}) imports memlake.tools.base (layer {tools})",
+        f"memlake.search.index.shard (layer {index}) imports memlake.search.hybrid"
+        f" (layer {runtime})",
+    ]
