@@ -97,6 +97,7 @@ class _Fact:
     kind: str  # a chat_facts type name, "job" or "jobchange"
     slots: dict[str, str]
     session: int = -1
+    said: str = ""  # the turn that states it (its evidence), once the session is written
 
 
 Turns = list[tuple[str, str]]
@@ -171,6 +172,7 @@ def _fact_turns(f: _Fact, rng: random.Random) -> Turns:
     values = f.slots | {"other": t}
     turns = [(o, _fill(rng.choice(say), rng, values)), (t, _fill(rng.choice(follow), rng, values))]
     turns.append((o, _fill(rng.choice(more), rng, values)))
+    f.said = turns[0][1]
     if rng.random() < 0.5:
         turns.append((t, rng.choice(talk.REACT)))
     return turns
@@ -242,38 +244,40 @@ def _specific(template: str) -> bool:
 def _questions(plan: list[_Fact], rng: random.Random) -> list[Question]:
     out: list[Question] = []
 
-    def ask(templates: list[str], values: dict[str, str], relevant: set[int], kind: str) -> None:
-        out.append(Question(_fill(rng.choice(templates), rng, values), sorted(relevant), kind))
+    def ask(templates: list[str], values: dict[str, str], about: list[_Fact], kind: str) -> None:
+        relevant = sorted({f.session for f in about})
+        evidence = [(f.session, f.said) for f in about]
+        out.append(Question(_fill(rng.choice(templates), rng, values), relevant, kind, evidence))
 
     for f in plan:
         values = f.slots | {"p": f.owner, "other": f.other}
         if f.kind == "jobchange":
             start = next(g for g in plan if g.kind == "job" and g.owner == f.owner)
-            ask(facts.JOB_ASK[1:], values, {f.session}, "single-hop")
-            ask(facts.JOB_INFER, values, {start.session, f.session}, "inference")
+            ask(facts.JOB_ASK[1:], values, [f], "single-hop")
+            ask(facts.JOB_INFER, values, [start, f], "inference")
             if rng.random() < 0.5:
-                ask(facts.JOB_WHEN, values, {f.session}, "temporal")
+                ask(facts.JOB_WHEN, values, [f], "temporal")
         elif f.kind == "job":
             if rng.random() < 0.5:
-                ask(facts.JOB_ASK[:1], values, {f.session}, "single-hop")
+                ask(facts.JOB_ASK[:1], values, [f], "single-hop")
         else:
             ft = facts.TYPE[f.kind]
             templates = ft.ask
             if sum(g.owner == f.owner and g.kind == f.kind for g in plan) > 1:
                 templates = [t for t in ft.ask if _specific(t)]  # a vague one would match all
             if templates and rng.random() < 0.75:
-                ask(templates, values, {f.session}, "single-hop")
+                ask(templates, values, [f], "single-hop")
             if ft.when and rng.random() < 0.45:
-                ask(ft.when, values, {f.session}, "temporal")
+                ask(ft.when, values, [f], "temporal")
     owners = sorted({f.owner for f in plan})
     for owner in owners:
         mine = [f for f in plan if f.owner == owner and f.kind in facts.TYPE]
         for t in facts.TYPES:
             same = [f for f in mine if f.kind == t.name]
             if t.many and len(same) >= 2:
-                ask(t.many, {"p": owner}, {f.session for f in same}, "multi-hop")
+                ask(t.many, {"p": owner}, same, "multi-hop")
         for group, templates in facts.INFER.items():
-            hits = {f.session for f in mine if facts.TYPE[f.kind].group == group}
+            hits = [f for f in mine if facts.TYPE[f.kind].group == group]
             if hits and rng.random() < 0.6:
                 ask(templates, {"p": owner}, hits, "inference")
     return out

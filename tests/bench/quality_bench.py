@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import json
 import math
 import shutil
 import sys
@@ -160,6 +161,112 @@ def report(name: str, m: dict[str, Any], kinds: bool = False) -> None:
         report(f"  {kind} ({k['questions']})", k | {"by_kind": {}})
 
 
+def _covered(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    return any(a <= start and end <= b for a, b in spans)
+
+
+def _shown(output: Any) -> list[tuple[str, str | None, list[Any]]]:
+    """(episode id, its content when whole in the answer, the passages) per hit of an answer."""
+    out = [(e.id, None if e.truncated else e.content, [e.passage]) for e in output.episodes]
+    return out + [(e.id, None, e.passages) for e in output.evidence or []]
+
+
+def shown_spans(output: Any) -> dict[str, list[tuple[int, int]]]:
+    """Per episode id, the spans of content whose text the tool's answer carries."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for eid, content, shown in _shown(output):
+        if content is not None:
+            out.setdefault(eid, []).append((0, len(content)))
+        for p in shown:
+            if p.text is not None:
+                out.setdefault(eid, []).append((p.start, p.start + len(p.text)))
+    return out
+
+
+def answer_chars(output: Any) -> int:
+    """Characters of text the answer carries (content and passage texts)."""
+    return sum(len(e.content or "") + len(e.passage.text or "") for e in output.episodes) + sum(
+        len(p.text) for e in output.evidence or [] for p in e.passages
+    )
+
+
+def answer_bytes(output: Any) -> int:
+    """Bytes of the answer's JSON as the server sends it in the text block."""
+    return len(json.dumps(output.model_dump(mode="json"), ensure_ascii=False).encode())
+
+
+EVIDENCE_METRICS = ("all_shown", "share_shown", "chars", "bytes")
+
+
+def evidence_coverage(
+    ctx: ToolContext, convs: Sequence[Conversation], ids: list[str], **ask: Any
+) -> dict[str, Any]:
+    """What the agent receives from search_episodes (`ask`: its arguments beside the query):
+    the share of questions whose evidence turns are all in the answer's text, the mean share of
+    evidence turns shown, and the answer's characters; overall and per kind."""
+    from memlake.tools.search_episodes import SearchEpisodesInput
+    from memlake.tools.search_episodes import run as search_tool
+
+    at = 0
+    rows: list[tuple[str, dict[str, float]]] = []
+    took: list[float] = []
+    for conv in convs:
+        conv_ids = ids[at : at + len(conv.sessions)]
+        at += len(conv.sessions)
+        for q in conv.questions:
+            if not q.evidence:
+                continue
+            args = SearchEpisodesInput(query=q.text, context=conv.name, recency=False, **ask)
+            began = time.perf_counter()
+            output = search_tool(ctx, args)
+            took.append(time.perf_counter() - began)
+            spans = shown_spans(output)
+            hit = []
+            for session, said in q.evidence:
+                begin = conv.sessions[session].index(said)
+                hit.append(_covered(spans.get(conv_ids[session], []), begin, begin + len(said)))
+            row = {"all_shown": float(all(hit)), "share_shown": sum(hit) / len(hit)}
+            size = {"chars": float(answer_chars(output)), "bytes": float(answer_bytes(output))}
+            rows.append((q.kind, row | size))
+
+    def mean(part: list[dict[str, float]]) -> dict[str, Any]:
+        out: dict[str, Any] = {m: sum(r[m] for r in part) / len(part) for m in EVIDENCE_METRICS}
+        return out | {"questions": len(part)}
+
+    out = mean([r for _, r in rows])
+    out["p50_ms"] = sorted(took)[len(took) // 2] * 1000
+    out["by_kind"] = {
+        k: mean([r for kind, r in rows if kind == k]) for k in sorted({k for k, _ in rows})
+    }
+    return out
+
+
+def report_evidence(name: str, m: dict[str, Any]) -> None:
+    kinds = "  ".join(
+        f"{k} {v['all_shown']:.3f}/{v['share_shown']:.3f}" for k, v in m["by_kind"].items()
+    )
+    print(
+        f"{name:<30} all shown {m['all_shown']:.3f}  share shown {m['share_shown']:.3f}"
+        f"  chars {m['chars']:,.0f}  JSON {m['bytes']:,.0f} B  p50 {m['p50_ms']:.1f} ms  | {kinds}",
+        flush=True,
+    )
+
+
+#: what an agent asks for: the compact passage per hit at three limits, evidence at three budgets
+EVIDENCE_ASKS: dict[str, dict[str, Any]] = {
+    **{f"passage, limit {n}": {"content": "passage", "limit": n} for n in (5, 10, 20)},
+    **{
+        f"evidence, budget {b:,}": {"content": "evidence", "budget": b} for b in (4000, 8000, 16000)
+    },
+}
+
+
+def run_evidence(ctx: ToolContext, convs: Sequence[Conversation], ids: list[str]) -> None:
+    print("evidence turns in the answer (all shown / share shown per kind):", flush=True)
+    for name, ask in EVIDENCE_ASKS.items():
+        report_evidence(name, evidence_coverage(ctx, convs, ids, **ask))
+
+
 def run_modes(ctx: ToolContext, convs: Sequence[Conversation], ids: list[str], tag: str) -> None:
     for mode, params in MODES.items():
         report(f"{tag} {mode}", evaluate(ctx, convs, ids, params), kinds=tag == "default")
@@ -233,6 +340,9 @@ def main() -> None:
         t0 = time.perf_counter()
         run_modes(ctx, convs, ids, "default")
         print(f"searched in {time.perf_counter() - t0:.1f} s", flush=True)
+        t0 = time.perf_counter()
+        run_evidence(ctx, convs, ids)
+        print(f"evidence in {time.perf_counter() - t0:.1f} s", flush=True)
         if args.grid:
             grid(convs, ctx, ids, args.grid)
     print(f"total {time.perf_counter() - began:.0f} s")

@@ -287,6 +287,9 @@ class Question:
     text: str
     relevant: list[int]  # session numbers within the conversation
     kind: str = "para"  # "rare" (names a rare term of the fact), "para", "two" (two facts)
+    #: the turns that state the answer: (session number, the turn's text as it stands in the
+    #: session; a turn merged into a longer line is a part of that line)
+    evidence: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -329,22 +332,25 @@ def conversation(name: str, sessions: int, facts: int, rng: random.Random) -> Co
         bodies.append(turns)
         conv.titles.append("Chat about " + ", ".join(topics))
         conv.dates.append(start + timedelta(days=3 * i, minutes=rng.randint(0, 600)))
-    planted: list[tuple[int, str]] = []  # (session, paraphrase question)
+    planted: list[tuple[int, str, str]] = []  # (session, paraphrase question, evidence turn)
     for template in rng.sample(FACTS, k=min(facts, len(FACTS))):
         statement, q_rare, q_para = template
         slots: dict[str, str] = {}
         where = rng.randrange(sessions)
         turns = bodies[where]
         at = rng.randrange(0, len(turns) + 1, 2)  # before a user turn
-        turns[at:at] = ["User: " + _fill(statement, rng, slots), "Assistant: Noted, thanks!"]
+        said = "User: " + _fill(statement, rng, slots)
+        turns[at:at] = [said, "Assistant: Noted, thanks!"]
         rare = rng.random() < 0.4
         q = _fill(q_rare if rare else q_para, rng, slots)
-        conv.questions.append(Question(q, [where], "rare" if rare else "para"))
-        planted.append((where, _fill(q_para, rng, slots)))
+        kind = "rare" if rare else "para"
+        conv.questions.append(Question(q, [where], kind, [(where, said)]))
+        planted.append((where, _fill(q_para, rng, slots), said))
     for _ in range(len(planted) // 4):  # questions about two facts at once
-        (s1, q1), (s2, q2) = rng.sample(planted, 2)
+        (s1, q1, e1), (s2, q2, e2) = rng.sample(planted, 2)
         if s1 != s2:
-            conv.questions.append(Question(f"{q1} And {q2[0].lower()}{q2[1:]}", [s1, s2], "two"))
+            text = f"{q1} And {q2[0].lower()}{q2[1:]}"
+            conv.questions.append(Question(text, [s1, s2], "two", [(s1, e1), (s2, e2)]))
     conv.sessions = ["\n".join(b) for b in bodies]
     return conv
 

@@ -73,14 +73,20 @@ class Measure(Protocol):
         ...
 
 
-def speaker(line: str) -> str | None:
-    """The speaker a line opens a turn for, or None."""
+def label(line: str) -> tuple[str, int] | None:
+    """(speaker as written, where the label ends) when `line` opens a turn, else None."""
     m = _LABEL.match(line) or _HEADING.match(line)
     if m is None:
         return None
     groups = m.groupdict()
-    name = " ".join((groups.get("bold") or groups.get("name") or "").split()).casefold()
-    return name if name and not _NOT_SPEAKERS.fullmatch(name) else None
+    name = " ".join((groups.get("bold") or groups.get("name") or "").split())
+    return (name, m.end()) if name and not _NOT_SPEAKERS.fullmatch(name.casefold()) else None
+
+
+def speaker(line: str) -> str | None:
+    """The speaker a line opens a turn for (casefolded), or None."""
+    found = label(line)
+    return None if found is None else found[0].casefold()
 
 
 def find_turns(text: str) -> list[Turn]:

@@ -16,6 +16,7 @@ from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 if TYPE_CHECKING:
     from memlake.search.query.best_passage import Span
+    from memlake.search.query.evidence import Evidence
 
 #: All hits of one response together carry at most this many characters of content and
 #: passage text (docs/decisions/1113, 1215); a hit cut by it has truncated: true.
@@ -23,7 +24,11 @@ MAX_RESULT_CHARS = 65_536
 #: content="full" repeats the passage text only for a content longer than this (decision 1215):
 #: there finding the match costs reading, and the text adds at most ~30%
 PASSAGE_TEXT_FROM = 2_000
-ContentMode = Literal["full", "passage", "none"]
+#: content="evidence": characters of text shown in all, unless the caller sets `budget`, and
+#: how many episodes at least its turns are drawn from (decision 2401 has the grid)
+EVIDENCE_BUDGET = 8_000
+EVIDENCE_EPISODES = 20
+ContentMode = Literal["full", "passage", "evidence", "none"]
 
 
 class SearchEpisodesInput(TimeRange):
@@ -37,9 +42,10 @@ class SearchEpisodesInput(TimeRange):
     recency: bool = Field(True, description="Favour recent episodes")
     content: ContentMode = Field(
         "full",
-        description="Text per hit: full, passage (~600 chars) or none; 65,536 chars in all"
-        " (get_episode has cut ones)",
+        description="Text: full, passage (~600 chars), none, or evidence (the best turns of 20+"
+        " hits, budget chars); 65,536 in all",
     )
+    budget: int = Field(EVIDENCE_BUDGET, ge=100, le=MAX_RESULT_CHARS, description="evidence: chars")
     min_score: float | None = Field(None, ge=0, le=1)  # self-explaining: no description
 
     @field_validator("query")
@@ -69,6 +75,7 @@ class Passage(Output):
     text: str | None = Field(
         None, description="content[start:end]; with content='full' only for a long content"
     )
+    speaker: str | None = Field(default=None, description="Who says its best turn (evidence)")
 
 
 class EpisodeHit(EpisodeFields):
@@ -84,8 +91,22 @@ class EpisodeHit(EpisodeFields):
     breakdown: ScoreBreakdown
 
 
+class EvidenceHit(Output):
+    """content="evidence": an episode and the turns of it shown (get_episode has the rest)."""
+
+    id: str
+    context: str | None = None
+    started_at: str | None = None
+    title: str | None = None
+    score: float = Field(description="The episode's relevance, 0..1")
+    passages: list[Passage] = Field(description="The turns shown, in reading order")
+
+
 class SearchEpisodesOutput(Output):
     episodes: list[EpisodeHit] = Field(description="Best first; empty when nothing matched")
+    evidence: list[EvidenceHit] | None = Field(
+        default=None, description="content='evidence': episodes by their best turn, best first"
+    )
     count: int
 
 
@@ -161,14 +182,46 @@ def _shape(hits: list[SearchHit], spans: list[Span], mode: ContentMode) -> list[
     return [e for e in shaped if e is not None]
 
 
+def _evidence_hit(found: Evidence, row: dict[str, Any]) -> EvidenceHit:
+    view = public_view(row)
+    content = view["content"]
+    passages = [
+        Passage(start=s.start, end=s.end, text=content[s.start : s.end], speaker=s.speaker)
+        for s in found.spans
+    ]
+    return EvidenceHit(
+        id=view["id"],
+        context=view.get("context"),
+        started_at=view.get("started_at"),
+        title=view.get("title"),
+        score=found.hit.score,
+        passages=passages,
+    )
+
+
+def _evidence(
+    ctx: ToolContext, hits: list[SearchHit], query: str, budget: int
+) -> list[EvidenceHit]:
+    """content="evidence": the best turns across the hits within `budget` characters
+    (memlake.search.query.evidence, decision 2401)."""
+    from memlake.search.query.best_passage import chunk_rows
+    from memlake.search.query.evidence import select
+
+    chunks = chunk_rows(hits[0].snapshot, [h.id for h in hits])
+    found = select(hits, chunks, query, ctx.services.search.embedder.name, budget)
+    shaped = (view_or_skip(e.hit.row, partial(_evidence_hit, e)) for e in found)
+    return [e for e in shaped if e is not None]
+
+
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     start, end = args.bounds()
+    evidence = args.content == "evidence"
     hits = search(
         ctx.lake,
         ctx.services.search,
         ctx.tenant,
         query=args.query,
-        limit=args.limit,
+        limit=max(args.limit, EVIDENCE_EPISODES) if evidence else args.limit,
         context=args.context,
         start=start,
         end=end,
@@ -176,6 +229,9 @@ def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     )
     if args.min_score is not None:
         hits = [h for h in hits if h.score >= args.min_score]
+    if evidence:
+        found = _evidence(ctx, hits, args.query, args.budget) if hits else []
+        return SearchEpisodesOutput(episodes=[], evidence=found, count=len(found))
     spans = _spans(ctx, hits, args.query) if hits else []
     episodes = _shape(hits, spans, args.content)
     return SearchEpisodesOutput(episodes=episodes, count=len(episodes))
@@ -185,9 +241,9 @@ SPEC = ToolSpec(
     name="search_episodes",
     title="Search episodes",
     description=(
-        "Recall memories: episodes matching a question by meaning or exact words, best"
-        " first, with the passage that matched and a 0-1 score. To browse by time use"
-        " list_episodes; for tags, platform, thread or concept use find_episodes."
+        "Recall memories by meaning or exact words, best first, with a 0-1 score and the"
+        " passage that matched. Browse by time: list_episodes; by tags, platform, thread or"
+        " concept: find_episodes."
     ),
     input_model=SearchEpisodesInput,
     output_model=SearchEpisodesOutput,

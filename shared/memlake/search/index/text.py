@@ -46,6 +46,21 @@ def terms(text: str) -> list[str]:
     return _stemmer().stemWords(words) if words else []
 
 
+def terms_of_each(texts: list[str]) -> list[list[str]]:
+    """terms() of each text, stemmed in one call (the per-call cost dominates short texts)."""
+    stop = _stopwords()
+    words = [
+        [w for w in _TOKEN.findall(t.lower()) if w not in stop and len(w) <= 64] for t in texts
+    ]
+    flat = [w for ws in words for w in ws]
+    stemmed = _stemmer().stemWords(flat) if flat else []
+    out, at = [], 0
+    for ws in words:
+        out.append(stemmed[at : at + len(ws)])
+        at += len(ws)
+    return out
+
+
 def _tags(row: dict[str, Any]) -> list[str]:
     return [str(t) for t in (row.get("tags") or []) if t]
 

@@ -1,0 +1,290 @@
+"""Evidence: the turns that answer a query, across the episodes a search found, best first,
+until a character budget is spent (search_episodes content="evidence"; docs/decisions/2401).
+
+The episode search ranks sessions; an agent reads text. So the hits' contents are cut into
+*units* at the granularity evidence lives at: a conversation's turns (a turn over UNIT_CHARS
+into its sentences), any other text's sentences. Every unit of every hit is scored together:
+
+- words: BM25 over the units' texts without their speaker labels, idf over all units of all
+  hits (a word rare among them counts most), over the query's total idf (0..1);
+- meaning: the best cosine to the query vector of the stored passages that overlap the unit
+  (the vectors the search already has: no model runs here), from the cosine floor (0..1);
+- speaker: 1 when the query names the unit's speaker ("What did Caroline research?");
+- episode: the hit's score relative to the best hit's (the session-level evidence).
+
+First, in each of the top `seed` hits, the best unit inside the passage the episode search
+matched (SearchHit.passage: its own fusion of words and meaning, which carries paraphrases
+that a unit's words miss); then the other units best first. Each is shown with the answer
+after it when it is a question, merged where spans touch, until the budget (characters of
+text shown) is spent. A hit shows its spans in reading order; hits come in the order of their
+best unit's score, and a hit with no unit taken is not shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from memlake.search.index.passages import HEADER, Embedded
+from memlake.search.index.text import terms, unique_terms
+from memlake.search.query.params import SearchHit
+from memlake.search.query.units import UNITS, Unit
+
+MIN_CHARS = 40  # less budget than this left: stop
+K1, B = 1.2, 0.75
+
+
+@dataclass(frozen=True)
+class EvidenceParams:
+    """The weights of a unit's score and the window rule (the grid is in decision 2401)."""
+
+    episode: float = 0.2
+    bm25: float = 0.5
+    vector: float = 0.4
+    speaker: float = 0.2
+    cos_floor: float = 0.2  # a cosine at or below it counts 0 for meaning
+    #: the units of the passage the episode search matched (SearchHit.passage) in this many
+    #: top hits go first, the best unit of each (the search's own pick carries its fusion)
+    seed: int = 20
+    #: which adjacent units (of the same episode, at most neighbour_chars long) are shown with
+    #: the one taken: "short" any, "qa" the next one when the unit taken is a question,
+    #: "none" none
+    neighbours: Literal["short", "qa", "none"] = "qa"
+    neighbour_chars: int = 240
+
+
+DEFAULT_EVIDENCE = EvidenceParams()
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One span of a hit's content that is shown: content[start:end], the speaker of its best
+    unit, and that unit's score (0..1)."""
+
+    start: int
+    end: int
+    speaker: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class Evidence:
+    hit: SearchHit
+    spans: list[Shown]  # reading order
+
+
+def _idf(docs: list[list[str]], words: list[str]) -> np.ndarray:
+    n = len(docs)
+    df = np.array([sum(1 for d in docs if w in d) for w in words], dtype=np.float64)
+    return np.where(df > 0, np.log1p((n - df + 0.5) / (df + 0.5)), 0.0)
+
+
+class Pool:
+    """The units of a search's hits with what scores them: their BM25 terms (label excluded),
+    the stored passage vectors overlapping each, the speaker and the hit's score."""
+
+    def __init__(
+        self, hits: list[SearchHit], chunks: dict[str, dict[str, Any] | None], model: str
+    ) -> None:
+        self.hits = hits
+        self.units: list[Unit] = []
+        self.docs: list[list[str]] = []
+        for hit, h in enumerate(hits):
+            content = h.row.get("content") or ""
+            cut = UNITS.get(h.id, int(h.row.get("revision") or 0), content)
+            self.units.extend(Unit(hit, u.start, u.end, u.body, u.speaker) for u in cut.units)
+            self.docs.extend(cut.terms)
+        self.sets = [set(d) for d in self.docs]
+        lengths = np.array([len(d) for d in self.docs], dtype=np.float64)
+        self.norm = K1 * (1 - B + B * lengths / (lengths.mean() if len(lengths) else 1.0))
+        top = max((h.score for h in hits), default=0.0) or 1.0
+        self.episode = np.array([hits[u.hit].score / top for u in self.units])
+        spans = [h.passage for h in hits]
+        self.matched = np.array(
+            [
+                1.0
+                if (sp := spans[u.hit]) is not None and u.start < sp[1] and sp[0] < u.end
+                else 0.0
+                for u in self.units
+            ]
+        )
+        self.qvec = next((h.query_vector for h in hits if h.query_vector is not None), None)
+        self.blocks = self._passages(chunks, model)
+
+    def _passages(
+        self, chunks: dict[str, dict[str, Any] | None], model: str
+    ) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+        """Per hit with usable stored vectors: its units' range in the pool, which of its
+        passages overlap each unit (units x passages), and those passages' vectors."""
+        if self.qvec is None:
+            return []
+        dim = int(np.asarray(self.qvec).shape[0])
+        out = []
+        at = 0
+        for hit, h in enumerate(self.hits):
+            first = at
+            while at < len(self.units) and self.units[at].hit == hit:
+                at += 1
+            row = chunks.get(h.id)
+            if row is None or row.get("model") != model or first == at:
+                continue
+            emb = Embedded.from_row(row, dim)
+            n = len(emb.vectors)
+            length = len(h.row.get("content") or "")
+            starts = np.asarray(emb.starts[:n], np.int64)
+            ends = np.asarray(emb.ends[:n], np.int64)
+            usable = (starts != HEADER) & (starts >= 0) & (starts < ends) & (ends <= length)
+            if not usable.any():
+                continue
+            u_start = np.array([u.start for u in self.units[first:at]])
+            u_end = np.array([u.end for u in self.units[first:at]])
+            overlap = (
+                (u_start[:, None] < ends[None, :])
+                & (starts[None, :] < u_end[:, None])
+                & usable[None, :]
+            )
+            out.append((first, at, overlap, emb.vectors))
+        return out
+
+    def words(self, query: list[str]) -> np.ndarray:
+        """BM25 of each unit over the query's total idf among the units (0..1)."""
+        n = len(self.docs)
+        if not n or not query:
+            return np.zeros(n)
+        idf = _idf(self.docs, query)
+        total = float(idf.sum()) * (K1 + 1)
+        if total <= 0:
+            return np.zeros(n)
+        tf = np.array(
+            [
+                [d.count(t) if t in s else 0 for t in query]
+                for d, s in zip(self.docs, self.sets, strict=True)
+            ],
+            dtype=np.float64,
+        )
+        return (idf * tf * (K1 + 1) / (tf + self.norm[:, None])).sum(axis=1) / total
+
+    def cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """Per unit, the best cosine of the passages overlapping it (-1: none embedded)."""
+        best = np.full(len(self.units), -1.0)
+        q = np.asarray(qvec, np.float32)
+        for first, end, overlap, vectors in self.blocks:
+            cos = vectors @ q
+            best[first:end] = np.where(overlap, cos[None, :], -1.0).max(axis=1)
+        return best
+
+    def said_by(self, query: list[str]) -> np.ndarray:
+        asked = set(query)
+        names: dict[str | None, float] = {None: 0.0}
+        for u in self.units:
+            if u.speaker not in names:
+                names[u.speaker] = 1.0 if asked.intersection(terms(u.speaker or "")) else 0.0
+        return np.array([names[u.speaker] for u in self.units])
+
+    def score(self, params: EvidenceParams, query: list[str]) -> np.ndarray:
+        """Each unit's score, 0..1 (see the module doc)."""
+        qvec = self.qvec
+        meaning = np.zeros(len(self.units))
+        if qvec is not None and params.vector > 0:
+            cos = self.cosines(qvec)
+            meaning = np.clip((cos - params.cos_floor) / (1 - params.cos_floor), 0, 1)
+        total = params.episode + params.bm25 + params.vector + params.speaker or 1.0
+        return (
+            params.episode * self.episode
+            + params.bm25 * self.words(query)
+            + params.vector * meaning
+            + params.speaker * self.said_by(query)
+        ) / total
+
+
+def _window(
+    units: list[Unit], contents: list[str], i: int, params: EvidenceParams
+) -> tuple[int, int]:
+    """Unit i widened by the adjacent units params.neighbours asks for."""
+    u = units[i]
+    start, end = u.start, u.end
+    if params.neighbours == "none":
+        return start, end
+    text = contents[u.hit]
+    for j in (i - 1, i + 1):
+        if not (0 <= j < len(units)) or units[j].hit != u.hit:
+            continue
+        other = units[j]
+        if other.end - other.start > params.neighbour_chars:
+            continue
+        asks = j > i and text[u.start : u.end].endswith("?")  # "qa": the answer to it
+        if params.neighbours == "short" or asks:
+            start, end = min(start, other.start), max(end, other.end)
+    return start, end
+
+
+def _merged(spans: list[list[Any]], content: str) -> list[list[Any]]:
+    """Spans [start, end, unit, score] sorted and merged where only whitespace parts them;
+    a merged span keeps its best unit."""
+    out: list[list[Any]] = []
+    for span in sorted(spans, key=lambda s: s[0]):
+        if out and not content[out[-1][1] : span[0]].strip():
+            last = out[-1]
+            keep = last if last[3] >= span[3] else span
+            out[-1] = [last[0], max(last[1], span[1]), keep[2], keep[3]]
+        else:
+            out.append(list(span))
+    return out
+
+
+def _cost(spans: list[list[Any]]) -> int:
+    return sum(s[1] - s[0] for s in spans)
+
+
+def select(
+    hits: list[SearchHit],
+    chunks: dict[str, dict[str, Any] | None],
+    query: str,
+    model: str,
+    budget: int,
+    max_hits: int | None = None,
+    params: EvidenceParams = DEFAULT_EVIDENCE,
+) -> list[Evidence]:
+    """The best units of `hits` with their windows, within `budget` characters in all, from at
+    most `max_hits` hits (all when None)."""
+    contents = [h.row.get("content") or "" for h in hits]
+    pool = Pool(hits, chunks, model)
+    units = pool.units
+    if not units:
+        return []
+    asked = unique_terms([query])
+    score = pool.score(params, asked)
+    order = np.argsort(-score, kind="stable")
+    if params.seed:  # the passages the episode search matched in its top hits go first
+        best_of: dict[int, int] = {}
+        for i in order.tolist():
+            if pool.matched[i] and units[i].hit < params.seed:
+                best_of.setdefault(units[i].hit, i)
+        seeded = [best_of[hit] for hit in sorted(best_of)]
+        taken = set(seeded)
+        order = np.array(seeded + [i for i in order.tolist() if i not in taken], dtype=np.int64)
+    shown: dict[int, list[list[Any]]] = {}
+    spent = 0
+    for i in order.tolist():
+        if budget - spent < MIN_CHARS:
+            break
+        u = units[i]
+        if u.hit not in shown and len(shown) == max_hits:
+            continue
+        have = shown.get(u.hit, [])
+        for start, end in (_window(units, contents, i, params), (u.start, u.end)):
+            trial = _merged([*have, [start, end, i, float(score[i])]], contents[u.hit])
+            grew = _cost(trial) - _cost(have)
+            if 0 < grew <= budget - spent:
+                shown[u.hit] = trial
+                spent += grew
+                break
+    return [
+        Evidence(
+            hits[hit],
+            [Shown(s, e, units[i].speaker, round(sc, 6)) for s, e, i, sc in spans],
+        )
+        for hit, spans in sorted(shown.items(), key=lambda kv: -max(s[3] for s in kv[1]))
+    ]
