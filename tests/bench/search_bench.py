@@ -206,6 +206,7 @@ def bench_size(
     out["warm_p95_ms"] = round(pct(warm, 95), 1)
     out["exact_qvec_p50_ms"] = round(statistics.median(exact), 2)
     out["warm_rss_MB"] = rss_mb()
+    out.update(tool_modes(ctx, corpus, qs))
     for rescore in RESCORES:  # shard_vectors.RESCORE is read per search: no rebuild needed
         default, shard_vectors.RESCORE = shard_vectors.RESCORE, rescore
         got = vector_recall(lake, svc, corpus, qs)
@@ -247,6 +248,26 @@ def bench_size(
     out["peak_rss_MB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     shutil.rmtree(root, ignore_errors=True)
     return out
+
+
+def tool_modes(ctx: Any, corpus: Corpus, qs: list[int]) -> dict[str, Any]:
+    """search_episodes as an agent calls it, side by side per query: ten passages, and the
+    evidence of the top 20 hits within 8,000 characters (issue 24)."""
+    from memlake.tools.search_episodes import SearchEpisodesInput
+    from memlake.tools.search_episodes import run as search_tool
+
+    asks = {
+        "tool_passage10": {"content": "passage", "limit": 10},
+        "tool_evidence8k": {"content": "evidence", "budget": 8_000},
+    }
+    took: dict[str, list[float]] = {name: [] for name in asks}
+    for i in qs:
+        for name, ask in asks.items():
+            args = SearchEpisodesInput(query=corpus.queries[i % 200], **ask)
+            t0 = time.perf_counter()
+            search_tool(ctx, args)
+            took[name].append((time.perf_counter() - t0) * 1000)
+    return {f"{name}_p50_ms": round(statistics.median(t), 1) for name, t in took.items()}
 
 
 def vector_recall(lake: Lake, svc: Any, corpus: Corpus, qs: list[int]) -> dict[str, Any]:

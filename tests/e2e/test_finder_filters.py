@@ -23,7 +23,14 @@ from .finder_world import DAY0, Ep, World, build_world, ok
 from .mcp_helpers import call, connect, run
 
 #: Inputs of a finder that are not filters: page size, paging, ranking.
-NOT_FILTERS = {"limit", "cursor", "recency", "content", "min_score"}  # how hits are shown;
+NOT_FILTERS = {
+    "limit",
+    "cursor",
+    "recency",
+    "content",
+    "budget",
+    "min_score",
+}  # how hits are shown;
 # min_score (a score threshold, no reference model for it) is tested in test_search_episodes.py
 PAGE = 2  # small page size: every filtered listing spans several pages
 

@@ -90,24 +90,24 @@ class Pool:
     ) -> None:
         self.hits = hits
         self.units: list[Unit] = []
+        self.hit_of: list[int] = []  # the hit each unit belongs to
         self.docs: list[list[str]] = []
         for hit, h in enumerate(hits):
             content = h.row.get("content") or ""
             cut = UNITS.get(h.id, int(h.row.get("revision") or 0), content)
-            self.units.extend(Unit(hit, u.start, u.end, u.body, u.speaker) for u in cut.units)
+            self.units.extend(cut.units)  # shared with the cache: never changed
+            self.hit_of.extend([hit] * len(cut.units))
             self.docs.extend(cut.terms)
         self.sets = [set(d) for d in self.docs]
         lengths = np.array([len(d) for d in self.docs], dtype=np.float64)
         self.norm = K1 * (1 - B + B * lengths / (lengths.mean() if len(lengths) else 1.0))
         top = max((h.score for h in hits), default=0.0) or 1.0
-        self.episode = np.array([hits[u.hit].score / top for u in self.units])
+        self.episode = np.array([hits[hit].score / top for hit in self.hit_of])
         spans = [h.passage for h in hits]
         self.matched = np.array(
             [
-                1.0
-                if (sp := spans[u.hit]) is not None and u.start < sp[1] and sp[0] < u.end
-                else 0.0
-                for u in self.units
+                1.0 if (sp := spans[hit]) is not None and u.start < sp[1] and sp[0] < u.end else 0.0
+                for u, hit in zip(self.units, self.hit_of, strict=True)
             ]
         )
         self.qvec = next((h.query_vector for h in hits if h.query_vector is not None), None)
@@ -125,7 +125,7 @@ class Pool:
         at = 0
         for hit, h in enumerate(self.hits):
             first = at
-            while at < len(self.units) and self.units[at].hit == hit:
+            while at < len(self.units) and self.hit_of[at] == hit:
                 at += 1
             row = chunks.get(h.id)
             if row is None or row.get("model") != model or first == at:
@@ -199,17 +199,16 @@ class Pool:
         ) / total
 
 
-def _window(
-    units: list[Unit], contents: list[str], i: int, params: EvidenceParams
-) -> tuple[int, int]:
+def _window(pool: Pool, contents: list[str], i: int, params: EvidenceParams) -> tuple[int, int]:
     """Unit i widened by the adjacent units params.neighbours asks for."""
+    units, hit_of = pool.units, pool.hit_of
     u = units[i]
     start, end = u.start, u.end
     if params.neighbours == "none":
         return start, end
-    text = contents[u.hit]
+    text = contents[hit_of[i]]
     for j in (i - 1, i + 1):
-        if not (0 <= j < len(units)) or units[j].hit != u.hit:
+        if not (0 <= j < len(units)) or hit_of[j] != hit_of[i]:
             continue
         other = units[j]
         if other.end - other.start > params.neighbour_chars:
@@ -260,8 +259,8 @@ def select(
     if params.seed:  # the passages the episode search matched in its top hits go first
         best_of: dict[int, int] = {}
         for i in order.tolist():
-            if pool.matched[i] and units[i].hit < params.seed:
-                best_of.setdefault(units[i].hit, i)
+            if pool.matched[i] and pool.hit_of[i] < params.seed:
+                best_of.setdefault(pool.hit_of[i], i)
         seeded = [best_of[hit] for hit in sorted(best_of)]
         taken = set(seeded)
         order = np.array(seeded + [i for i in order.tolist() if i not in taken], dtype=np.int64)
@@ -270,15 +269,15 @@ def select(
     for i in order.tolist():
         if budget - spent < MIN_CHARS:
             break
-        u = units[i]
-        if u.hit not in shown and len(shown) == max_hits:
+        u, hit = units[i], pool.hit_of[i]
+        if hit not in shown and len(shown) == max_hits:
             continue
-        have = shown.get(u.hit, [])
-        for start, end in (_window(units, contents, i, params), (u.start, u.end)):
-            trial = _merged([*have, [start, end, i, float(score[i])]], contents[u.hit])
+        have = shown.get(hit, [])
+        for start, end in (_window(pool, contents, i, params), (u.start, u.end)):
+            trial = _merged([*have, [start, end, i, float(score[i])]], contents[hit])
             grew = _cost(trial) - _cost(have)
             if 0 < grew <= budget - spent:
-                shown[u.hit] = trial
+                shown[hit] = trial
                 spent += grew
                 break
     return [

@@ -22,7 +22,6 @@ CACHED_EPISODES = 2_048
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    hit: int  # index into the search's hits
     start: int
     end: int
     body: int  # where the text after the speaker label starts
@@ -31,7 +30,7 @@ class Unit:
 
 @dataclass(frozen=True)
 class EpisodeUnits:
-    """One content's units (hit index 0) and their BM25 terms (label excluded)."""
+    """One content's units and their BM25 terms (label excluded)."""
 
     units: list[Unit]
     terms: list[list[str]]
@@ -45,7 +44,7 @@ def _trimmed(content: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def units_of(content: str, hit: int = 0) -> list[Unit]:
+def units_of(content: str) -> list[Unit]:
     """The units of one content, whitespace trimmed, empty ones dropped."""
     turns = find_turns(content)
     pieces: list[tuple[int, int, int, str | None]] = []
@@ -68,7 +67,7 @@ def units_of(content: str, hit: int = 0) -> list[Unit]:
     for a, b, body, name in pieces:
         s, e = _trimmed(content, a, b)
         if s < e:
-            out.append(Unit(hit, s, e, min(max(body, s), e), name))
+            out.append(Unit(s, e, min(max(body, s), e), name))
     return out
 
 
