@@ -166,3 +166,10 @@ def test_the_passage_the_episode_search_matched_goes_first() -> None:
     assert texts(found) == [[CHAT_A[target.start : target.end]]]
     alone = select([matched], {}, "weekend plans", "m", budget=80, params=EvidenceParams(seed=0))
     assert "weekend" in texts(alone)[0][0]
+
+
+def test_terms_of_each_equals_terms_one_by_one() -> None:
+    from memlake.search.index.text import terms, terms_of_each
+
+    lines = [*CHAT_A.splitlines(), *CHAT_B.splitlines(), "", "Running runners ran; RUN!"]
+    assert terms_of_each(lines) == [terms(line) for line in lines]

@@ -47,18 +47,15 @@ def terms(text: str) -> list[str]:
 
 
 def terms_of_each(texts: list[str]) -> list[list[str]]:
-    """terms() of each text, stemmed in one call (the per-call cost dominates short texts)."""
+    """terms() of each text; each distinct word is stemmed once (a chat repeats its words, and
+    stemming is most of the cost)."""
     stop = _stopwords()
     words = [
         [w for w in _TOKEN.findall(t.lower()) if w not in stop and len(w) <= 64] for t in texts
     ]
-    flat = [w for ws in words for w in ws]
-    stemmed = _stemmer().stemWords(flat) if flat else []
-    out, at = [], 0
-    for ws in words:
-        out.append(stemmed[at : at + len(ws)])
-        at += len(ws)
-    return out
+    distinct = list({w: None for ws in words for w in ws})
+    stem = dict(zip(distinct, _stemmer().stemWords(distinct), strict=True)) if distinct else {}
+    return [[stem[w] for w in ws] for ws in words]
 
 
 def _tags(row: dict[str, Any]) -> list[str]:
