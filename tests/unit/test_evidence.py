@@ -3,6 +3,7 @@ across hits, best first, within a character budget, at exact offsets."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -173,3 +174,53 @@ def test_terms_of_each_equals_terms_one_by_one() -> None:
 
     lines = [*CHAT_A.splitlines(), *CHAT_B.splitlines(), "", "Running runners ran; RUN!"]
     assert terms_of_each(lines) == [terms(line) for line in lines]
+
+
+def test_chunk_rows_reads_each_rows_own_vectors_as_an_array(tmp_path: Any) -> None:
+    """A search reads its hits' stored passage vectors from Arrow as one float32 array: the
+    row asked for, from the middle of a segment of many (a slice's child values are the whole
+    segment's), equal to the stored lists; a row without vectors has none; a deleted row is
+    None."""
+    from memlake.lake import Transaction
+    from memlake.search.index.chunks import CHUNKS_TABLE
+    from memlake.search.index.passages import Embedded
+    from memlake.search.query.best_passage import chunk_rows
+    from memlake.store.local import LocalStore
+    from tests.wiring import bare_lake
+
+    lake, rng = bare_lake(LocalStore(tmp_path)), np.random.default_rng(5)
+    stored = {f"e{i}": rng.standard_normal((i % 4, 384)).astype(np.float32) for i in range(9)}
+
+    def put(txn: Transaction) -> None:
+        for rid, vectors in stored.items():
+            emb = Embedded("h" + rid, list(range(4)), list(range(1, 5)), vectors)
+            txn.put(CHUNKS_TABLE, emb.row(rid, "m"))
+
+    lake.commit("t", put)
+    lake.commit("t", lambda txn: txn.delete(CHUNKS_TABLE, "e7"))
+    got = chunk_rows(lake.snapshot("t"), ["e5", "e4", "e7", "e9"])
+    assert got["e7"] is None and got["e9"] is None
+    for rid in ("e5", "e4"):
+        row = got[rid]
+        assert row is not None and row["model"] == "m" and row["content_hash"] == "h" + rid
+        assert row["starts"] == [0, 1, 2, 3] and row["ends"] == [1, 2, 3, 4]
+        assert row["vectors"].dtype == np.float32 and row["vectors"].shape == (int(rid[1]) % 4, 384)
+        assert np.array_equal(row["vectors"], stored[rid])
+        assert np.array_equal(Embedded.from_row(row, 384).vectors, stored[rid])
+
+
+def test_terms_of_each_matches_terms_through_its_stem_memo(monkeypatch: Any) -> None:
+    """The cut's terms are terms() of each text, also when the stem memo is replaced mid-way
+    (it is never cleared under a reader) and with words bm25s's pattern keeps or drops."""
+    from memlake.search.index import text
+
+    texts = ["Caroline's café: naïve résumés, x y z_1 __ 42 running runners!", CHAT_A, CHAT_B]
+    bm25s_pattern = re.compile(r"(?u)\b\w\w+\b")
+    for t in texts:
+        assert text._TOKEN.findall(t.lower()) == bm25s_pattern.findall(t.lower())
+    first: dict[str, str] = {}
+    monkeypatch.setattr(text, "STEM_MEMO", 12)
+    monkeypatch.setattr(text, "_stems", first)
+    for _ in range(2):
+        assert text.terms_of_each(texts) == [text.terms(t) for t in texts]
+    assert text._stems is not first  # replaced when it outgrew STEM_MEMO

@@ -109,6 +109,13 @@ def test_lookup_without_the_index_reads_only_segments_that_may_hold_the_ids(
     # the segments of l2x, of l7x and of the change, of the 9 segments
     assert store.counts["get"] == 3 and len(view.segments) == 9
     assert cold._index is None  # not built on the way
+    # the same rows as Arrow, cold and through the index: one row each, the columns asked
+    columns = ["episode_id", "position"]
+    for table in (bare_lake(store).snapshot("t").table(LINKS), view):
+        arrow = table.lookup_arrow(wanted, columns)
+        assert {rid: None if t is None else t.to_pylist() for rid, t in arrow.items()} == {
+            rid: None if row is None else [{c: row[c] for c in columns}] for rid, row in got.items()
+        }
 
     monkeypatch.setattr(snapshot, "INDEX_AFTER_LOOKUP", True)
     cold_lake = bare_lake(store)

@@ -120,6 +120,24 @@ class TableView(Scans):
             return None
         return visible(self.segment_table(loc.segment).slice(loc.row, 1).to_pylist()[0])
 
+    def _index_at_hand(self) -> bool:
+        prev = self._previous
+        return self._index is not None or (prev is not None and prev._index is not None)
+
+    def _find_each(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[RowLocation, dict[str, Any]] | None]:
+        """find() of each id, the segments that may hold them read at once (in parallel); then
+        the id index is built in the background (INDEX_AFTER_LOOKUP)."""
+        wanted = sorted({pos for rid in ids for pos in self.may_hold(rid)})
+        if len(wanted) > 1:
+            list(_READERS.get().map(self.segment_table, wanted))
+        out = {rid: self.find(rid) for rid in ids}
+        with self._lock:  # (a failed build is retried by the next reader of the index)
+            if INDEX_AFTER_LOOKUP and self._indexing is None:
+                self._indexing = _READERS.get().submit(lambda: self.index)
+        return out
+
     def lookup(self, ids: Sequence[str]) -> dict[str, dict[str, Any] | None]:
         """get() of each id, without paying for the id index when it is not at hand: a cold
         process that wants a few rows (a search's hits) would read every segment to build it.
@@ -127,20 +145,27 @@ class TableView(Scans):
         id range may hold one of the ids are read at once (in parallel) and each row is found
         by `find`; the index is then built in the background (INDEX_AFTER_LOOKUP), as a
         search's ranged shards are promoted, so that warm lookups cost a dict lookup."""
-        prev = self._previous
-        if self._index is not None or (prev is not None and prev._index is not None):
+        if self._index_at_hand():
             return {rid: self.get(rid) for rid in ids}
-        wanted = sorted({pos for rid in ids for pos in self.may_hold(rid)})
-        if len(wanted) > 1:
-            list(_READERS.get().map(self.segment_table, wanted))
-        out: dict[str, dict[str, Any] | None] = {}
-        for rid in ids:
-            got = self.find(rid)
-            out[rid] = got[1] if got is not None and got[0].is_live else None
-        with self._lock:  # (a failed build is retried by the next reader of the index)
-            if INDEX_AFTER_LOOKUP and self._indexing is None:
-                self._indexing = _READERS.get().submit(lambda: self.index)
-        return out
+        found = self._find_each(ids)
+        return {
+            rid: got[1] if got is not None and got[0].is_live else None
+            for rid, got in found.items()
+        }
+
+    def lookup_arrow(self, ids: Sequence[str], columns: list[str]) -> dict[str, pa.Table | None]:
+        """As lookup, each live row as a one-row Arrow table of `columns`: a caller that wants
+        a list column as numpy reads it without making a Python float of each value."""
+        if self._index_at_hand():
+            locs = {rid: self.locate(rid) for rid in ids}
+        else:
+            locs = {rid: got[0] if got else None for rid, got in self._find_each(ids).items()}
+        return {
+            rid: None
+            if loc is None or loc.deleted
+            else self.segment_table(loc.segment).select(columns).slice(loc.row, 1)
+            for rid, loc in locs.items()
+        }
 
     def wait_index(self) -> None:
         """Block until a background build of the id index started by `lookup` is done."""

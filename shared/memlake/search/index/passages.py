@@ -73,7 +73,8 @@ class Embedded:
 
     @classmethod
     def from_row(cls, row: dict[str, Any], dim: int) -> Embedded:
-        vectors = np.asarray(row["vectors"] or [], dtype=np.float32).reshape(-1, dim)
+        stored = row["vectors"]  # lists from a row, or an array (search's chunk_rows)
+        vectors = np.asarray([] if stored is None else stored, np.float32).reshape(-1, dim)
         return cls(row["content_hash"], list(row["starts"]), list(row["ends"]), vectors)
 
 

@@ -154,6 +154,23 @@ def _widen(span: Span, content: str) -> Span:
 
 
 def chunk_rows(snap: Any, ids: list[str]) -> dict[str, dict[str, Any] | None]:
-    """The `episode_chunks` rows of these episodes (None where there is none)."""
-    table = snap.table(CHUNKS_TABLE)
-    return table.lookup(ids)
+    """The `episode_chunks` rows of these episodes (None where there is none), their
+    `vectors` as one (k, dim) float32 array read from Arrow without a Python float each (a
+    row of 20 passages holds 7,680: ~0.2 ms as Python lists and ~0.2 ms more to convert)."""
+    found = snap.table(CHUNKS_TABLE).lookup_arrow(ids, list(CHUNK_COLUMNS))
+    return {rid: None if t is None else _chunk_row(t) for rid, t in found.items()}
+
+
+CHUNK_COLUMNS = ("model", "content_hash", "starts", "ends", "vectors")
+
+
+def _chunk_row(table: Any) -> dict[str, Any]:
+    row = table.drop_columns(["vectors"]).to_pylist()[0]
+    vectors = table.column("vectors").combine_chunks()  # list<fixed_size_list<float32, dim>>
+    if vectors.null_count:
+        row["vectors"] = None
+    else:
+        rows = vectors.flatten()  # the slice's rows only (.values would be the whole segment)
+        values = rows.flatten().to_numpy(zero_copy_only=False)
+        row["vectors"] = values.reshape(len(rows), rows.type.list_size)
+    return row
