@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from memlake.config_values import TOOLSET_NAMES, checked_url, is_bedrock_model, parse_toolsets
+from memlake.config_models import OPENAI_BASE_URL, check_models, models_from_env
+from memlake.config_values import TOOLSET_NAMES, checked_url, parse_toolsets
 from memlake.errors import ConfigurationError
 
 
@@ -22,6 +23,10 @@ def _int(name: str, default: int, *, low: int | None = None, high: int | None = 
     if high is not None and value > high:
         raise ConfigurationError(f"{name} must be at most {high}, got {value}")
     return value
+
+
+def _text(name: str) -> str:
+    return os.environ.get(name, "").strip()
 
 
 def _list(name: str) -> tuple[str, ...]:
@@ -58,14 +63,22 @@ class Settings:
     #: authorizer); read only when AWS_SAM_LOCAL=true, which SAM CLI sets (docs/decisions/1160)
     sam_local_tenant: str = ""
     compact_min_segments: int = 32
-    #: search embeddings: "minilm" (local numpy model) or "bedrock" (Titan Text Embeddings v2)
+    #: search embeddings: "minilm" (local numpy model), "bedrock" (Titan Text Embeddings v2)
+    #: or "openai" (an OpenAI-compatible endpoint); memlake.config_models says what each needs
     embedder: str = "minilm"
     bedrock_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimensions: int = 1024
-    #: the reranking stage (docs/decisions/1210): "none" or "bedrock" (Bedrock Rerank with
-    #: `rerank_model`), over the first `rerank_candidates` fused hits
+    embed_model: str = ""  # openai: the model the endpoint serves, and its vectors' width
+    embed_dimensions: int = 0
+    openai_base_url: str = OPENAI_BASE_URL
+    openai_api_key: str = field(default="", repr=False)
+    #: the reranking stage (docs/decisions/1210): "none", "bedrock" (Bedrock Rerank with
+    #: `rerank_model`, cohere.rerank-v3-5:0 when empty) or "http" (a /rerank endpoint at
+    #: `rerank_url`), over the first `rerank_candidates` fused hits
     reranker: str = "none"
-    rerank_model: str = "cohere.rerank-v3-5:0"
+    rerank_model: str = ""
+    rerank_url: str = ""
+    rerank_api_key: str = field(default="", repr=False)
     rerank_candidates: int = 20
     #: where loaded index shards are also kept on disk ("" = memory only; /tmp on Lambda)
     shard_cache_dir: str = ""
@@ -101,8 +114,7 @@ class Settings:
         if unknown or not self.toolsets:
             what = f"unknown toolset {unknown[0][:40]!r}" if unknown else "no toolset chosen"
             raise ConfigurationError(f"{what}; choose from {', '.join(TOOLSET_NAMES)}")
-        if self.reranker not in ("none", "bedrock"):
-            raise ConfigurationError(f"reranker must be 'none' or 'bedrock', got {self.reranker!r}")
+        check_models(self)
         if not 1 <= self.rerank_candidates <= RERANK_MAX:
             raise ConfigurationError(
                 f"rerank_candidates must be in 1..{RERANK_MAX}, got {self.rerank_candidates}"
@@ -115,6 +127,8 @@ class Settings:
 
     @property
     def embed_dim(self) -> int:
+        if self.embedder == "openai":
+            return self.embed_dimensions
         return self.bedrock_dimensions if self.embedder == "bedrock" else 384
 
     @classmethod
@@ -153,11 +167,7 @@ class Settings:
             if os.environ.get("AWS_SAM_LOCAL") == "true"
             else "",
             compact_min_segments=_int("MEMLAKE_COMPACT_MIN_SEGMENTS", 32, low=2),
-            embedder=_embedder(),
-            bedrock_model=os.environ.get("MEMLAKE_BEDROCK_MODEL", "amazon.titan-embed-text-v2:0"),
-            bedrock_dimensions=_int("MEMLAKE_BEDROCK_DIMENSIONS", 1024, low=1),
-            reranker=_reranker(),
-            rerank_model=_rerank_model(),
+            **models_from_env(_text, _int),
             rerank_candidates=_int("MEMLAKE_RERANK_CANDIDATES", 20, low=1, high=RERANK_MAX),
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
@@ -188,35 +198,9 @@ def _cursor_key() -> str:
     return key
 
 
-def _embedder() -> str:
-    kind = os.environ.get("MEMLAKE_EMBEDDER", "").strip().lower() or "minilm"
-    if kind not in ("minilm", "bedrock"):
-        raise ConfigurationError(f"MEMLAKE_EMBEDDER must be 'minilm' or 'bedrock', got {kind!r}")
-    return kind
-
-
 #: most hits one search reranks (each is a passage the reranker reads: latency and cost)
 RERANK_MAX = 100
 EMBED_THREADS_MAX = 8  # threads one MiniLM embedding call may use (docs/decisions/1319)
-
-
-def _reranker() -> str:
-    kind = os.environ.get("MEMLAKE_RERANKER", "").strip().lower() or "none"
-    if kind not in ("none", "bedrock"):
-        raise ConfigurationError(
-            f"MEMLAKE_RERANKER must be 'none' or 'bedrock' (Amazon Bedrock Rerank), got {kind!r}"
-        )
-    return kind
-
-
-def _rerank_model() -> str:
-    model = os.environ.get("MEMLAKE_RERANK_MODEL", "").strip() or "cohere.rerank-v3-5:0"
-    if not is_bedrock_model(model):
-        raise ConfigurationError(
-            "MEMLAKE_RERANK_MODEL must be a Bedrock rerank model id (cohere.rerank-v3-5:0,"
-            f" amazon.rerank-v1:0) or a model ARN, got {model[:80]!r}"
-        )
-    return model
 
 
 # What the platform sets, read live on every call (tests and Lambda flip them per process) ----

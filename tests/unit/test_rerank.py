@@ -140,7 +140,7 @@ def test_settings_choose_the_reranker(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("MEMLAKE_RERANKER", "local", "MEMLAKE_RERANKER must be 'none' or 'bedrock'"),
+        ("MEMLAKE_RERANKER", "local", "MEMLAKE_RERANKER must be one of .none., .bedrock., .http."),
         ("MEMLAKE_RERANK_CANDIDATES", "0", "MEMLAKE_RERANK_CANDIDATES must be at least 1"),
         ("MEMLAKE_RERANK_CANDIDATES", "101", "MEMLAKE_RERANK_CANDIDATES must be at most 100"),
         ("MEMLAKE_RERANK_CANDIDATES", "many", "MEMLAKE_RERANK_CANDIDATES must be an integer"),
@@ -151,6 +151,8 @@ def test_bad_reranker_settings_are_clear_configuration_errors(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
 ) -> None:
     monkeypatch.setenv(name, value)
+    if name == "MEMLAKE_RERANK_MODEL":  # a Bedrock model id is asked of the Bedrock reranker
+        monkeypatch.setenv("MEMLAKE_RERANKER", "bedrock")
     with pytest.raises(ConfigurationError, match=message):
         Settings.from_env()
 

@@ -6,17 +6,19 @@ from typing import Any
 
 from memlake.embed.base import Embedder
 
-EMBEDDER_KINDS = ("minilm", "bedrock")
+EMBEDDER_KINDS = ("minilm", "bedrock", "openai")
 
 
 def make_embedder(kind: str, **opts: Any) -> Embedder:
-    """An Embedder of `kind` ("minilm" or "bedrock"), built with `opts`.
+    """An Embedder of `kind` ("minilm", "bedrock" or "openai"), built with `opts`.
 
     "minilm" without options returns the process-wide shared MiniLMEmbedder (weights load once);
     with options (model_dir, max_tokens, batch_size, threads) a new instance, still sharing the
     weights.
     "bedrock" passes `opts` to BedrockTitanEmbedder (model_id, dimensions, normalize, client,
-    region_name, max_chars). Unknown kinds raise ValueError.
+    region_name, max_chars).
+    "openai" passes `opts` to OpenAIEmbedder (model, dimensions, base_url, api_key, batch_size,
+    timeout). Unknown kinds raise ValueError.
     """
     key = kind.strip().lower()
     if key == "minilm":
@@ -27,4 +29,8 @@ def make_embedder(kind: str, **opts: Any) -> Embedder:
         from memlake.embed.bedrock import BedrockTitanEmbedder
 
         return BedrockTitanEmbedder(**opts)
+    if key == "openai":
+        from memlake.embed.openai_compat import OpenAIEmbedder
+
+        return OpenAIEmbedder(**opts)
     raise ValueError(f"unknown embedder kind {kind!r}; expected one of {EMBEDDER_KINDS}")

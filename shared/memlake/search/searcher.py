@@ -62,6 +62,14 @@ class Searcher:
                 self._embedder = make_embedder(
                     "bedrock", model_id=cfg.bedrock_model, dimensions=cfg.bedrock_dimensions
                 )
+            elif cfg.embedder == "openai":
+                self._embedder = make_embedder(
+                    "openai",
+                    model=cfg.embed_model,
+                    dimensions=cfg.embed_dimensions,
+                    base_url=cfg.openai_base_url,
+                    api_key=cfg.openai_api_key,
+                )
             elif cfg.embed_threads:
                 self._embedder = make_embedder("minilm", threads=cfg.embed_threads)
             else:  # the process-wide instance

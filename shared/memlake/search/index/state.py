@@ -126,8 +126,8 @@ class SearchState:
                 f"this memory store's search index holds {self.model} vectors ({self.dim} dims)"
                 f" but the server embeds with {model} ({dim} dims); vectors of different models"
                 " cannot be compared",
-                hint="Set MEMLAKE_EMBEDDER (and MEMLAKE_BEDROCK_DIMENSIONS) back to the model the"
-                " store was built with.",
+                hint="Set MEMLAKE_EMBEDDER (and MEMLAKE_BEDROCK_DIMENSIONS, or MEMLAKE_EMBED_MODEL"
+                " and MEMLAKE_EMBED_DIM) back to the model the store was built with.",
             )
 
     def shard_of_seq(self, seq: int) -> int | None:

@@ -10,10 +10,11 @@ reranked ones, their score capped at the lowest reranked score so the list stays
 The reranker is optional and never fatal: when it fails (throttled, access denied, a bad
 answer) the search logs a warning and returns the fused order with `breakdown["rerank"]` None.
 
-Backends (`make_reranker`, from Settings): "none" (the default) and "bedrock" (Amazon
-Bedrock's Rerank API: memlake.search.query.rerank_bedrock). No local cross-encoder ships with its
-weights in a package we can install (the search is in the decision record), so there is no
-"local" backend; the Protocol is what one would implement.
+Backends (`make_reranker`, from Settings): "none" (the default), "bedrock" (Amazon Bedrock's
+Rerank API: memlake.search.query.rerank_bedrock) and "http" (a /rerank endpoint the user runs
+or rents: Cohere, Jina, Voyage, Infinity, TEI; memlake.search.query.rerank_http). No local
+cross-encoder ships with its weights in a package we can install (the search is in the
+decision record), so there is no "local" backend; a local server behind "http" is one.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memlake.search.query.rerank")
 
-RERANKER_KINDS = ("none", "bedrock")
+RERANKER_KINDS = ("none", "bedrock", "http")
 
 
 def make_reranker(settings: Settings) -> Reranker | None:
@@ -41,9 +42,13 @@ def make_reranker(settings: Settings) -> Reranker | None:
     if kind == "none":
         return None
     if kind == "bedrock":
-        from memlake.search.query.rerank_bedrock import BedrockReranker
+        from memlake.search.query.rerank_bedrock import COHERE_RERANK, BedrockReranker
 
-        return BedrockReranker(settings.rerank_model)
+        return BedrockReranker(settings.rerank_model or COHERE_RERANK)
+    if kind == "http":
+        from memlake.search.query.rerank_http import HttpReranker
+
+        return HttpReranker(settings.rerank_url, settings.rerank_api_key, settings.rerank_model)
     raise ValueError(f"unknown reranker {kind!r}; expected one of {RERANKER_KINDS}")
 
 

@@ -1,0 +1,111 @@
+"""A user's own models through /mcp (docs/decisions/2601): `memlake serve` started with
+MEMLAKE_EMBEDDER=openai and MEMLAKE_RERANKER=http pointed at a local fake endpoint
+(tests/support/fake_models.py), on the local lake and on moto-backed S3, with the real mcp
+client: episodes are embedded there, searches find them by those vectors and come back in
+the reranker's order; when the endpoints fail, the tools answer clear errors or keep
+searching, never a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import boto3
+from moto import mock_aws
+
+from memlake.config import Settings
+from memlake.mcp.server import build_app
+from memlake.services import Services
+from memlake.store.s3 import S3Store
+from tests.support.fake_models import FakeModels, Fault, fake_models
+
+from .mcp_helpers import call, connect, run, serve_in_thread, serve_subprocess
+
+NOTES = [
+    "The herons nest by the river every spring; we counted eleven this year.",
+    "Budget review: the cloud bill doubled after the migration to the new region.",
+    "Dinner plans with Sam on friday, the new ramen place near the station.",
+]
+
+
+def env_for(fake: FakeModels) -> dict[str, str]:
+    return {
+        "MEMLAKE_EMBEDDER": "openai",
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "OPENAI_API_KEY": "sk-local-test",
+        "MEMLAKE_EMBED_MODEL": "bag-of-words",
+        "MEMLAKE_EMBED_DIM": str(fake.dim),
+        "MEMLAKE_RERANKER": "http",
+        "MEMLAKE_RERANK_URL": fake.url + "/rerank",
+        "MEMLAKE_RERANK_MODEL": "overlap",
+    }
+
+
+@contextmanager
+def s3_app(fake: FakeModels) -> Iterator[str]:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="memlake-models")
+        settings = Settings(
+            store="s3",
+            bucket="memlake-models",
+            embedder="openai",
+            embed_model="bag-of-words",
+            embed_dimensions=fake.dim,
+            openai_base_url=fake.url + "/v1",
+            reranker="http",
+            rerank_url=fake.url + "/rerank",
+        )
+        services = Services.build(settings, S3Store("memlake-models", client=client))
+        with serve_in_thread(build_app(services, host="127.0.0.1")) as url:
+            yield url
+
+
+def scenario(url: str, fake: FakeModels) -> None:
+    async def go() -> None:
+        async with connect(url) as client:
+            ids = []
+            for note in NOTES:
+                added = await call(client, "add_episode", {"content": note, "context": "home"})
+                assert not added["is_error"], added
+                ids.append(added["id"])
+            embedded = [b for p, _, b in fake.requests if p.endswith("/embeddings")]
+            assert embedded and all(b["model"] == "bag-of-words" for b in embedded)
+
+            query = {"query": "where do the herons nest", "content": "passage"}
+            found = await call(client, "search_episodes", query)
+            assert not found["is_error"], found
+            top = found["episodes"][0]
+            assert top["id"] == ids[0]
+            assert top["breakdown"]["rerank"] > 0  # the endpoint's score, kept per hit
+            assert any(p.endswith("/rerank") for p, _, _ in fake.requests)
+
+            # the reranker down: the search keeps its fused order, says so per hit
+            down = Fault(503, {"message": "reranker restarting"}, route="/rerank")
+            fake.fail_next(*[down] * 4)
+            degraded = await call(client, "search_episodes", query)
+            assert not degraded["is_error"], degraded
+            assert degraded["episodes"][0]["id"] == ids[0]
+            assert degraded["episodes"][0]["breakdown"].get("rerank") is None
+
+            # the embedder refusing the key: a tool error an agent can read, nothing stored
+            fake.fail_next(Fault(401, {"error": {"message": "invalid api key"}}))
+            bad = await call(client, "add_episode", {"content": "a note the model never saw"})
+            assert bad["is_error"], bad
+            assert "invalid api key" in bad["error"]["message"]
+            assert "OPENAI_API_KEY" in bad["error"].get("hint", "")
+            listed = await call(client, "list_episodes", {"context": "home"})
+            assert len(listed["episodes"]) == 3
+
+    run(go())
+
+
+def test_own_models_through_memlake_serve_on_the_local_lake(tmp_path: Path) -> None:
+    with fake_models(dim=48) as fake, serve_subprocess(tmp_path, env_for(fake)) as url:
+        scenario(url, fake)
+
+
+def test_own_models_on_moto_backed_s3() -> None:
+    with fake_models(dim=48) as fake, s3_app(fake) as url:
+        scenario(url, fake)
