@@ -1,5 +1,5 @@
-"""Command line: `memlake serve | stdio | compact | gc | maintain | export | import`: the parser
-and the doors (serve, stdio); the lake commands are memlake.commands."""
+"""Command line: `memlake serve | stdio | compact | gc | maintain | export | import | model`:
+the parser and the doors (serve, stdio); the other commands are memlake.commands."""
 
 from __future__ import annotations
 
@@ -123,6 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="JSON Lines file, or - for stdin")
     imp.add_argument("--data", help=_LAKE_HELP)
     imp.add_argument("--batch-size", type=int, default=500, help="rows per commit")
+
+    model = _command(
+        sub,
+        "model",
+        commands.run_model,
+        "where the embedding model comes from; fetch the local one from the Hugging Face hub",
+        tenant=None,
+    )
+    model.add_argument("action", choices=["where", "fetch"])
+    model.add_argument("--cache", help="model cache folder (default MEMLAKE_MODEL_CACHE)")
     return parser
 
 

@@ -183,3 +183,35 @@ def run_import(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def run_model(args: argparse.Namespace) -> int:
+    """`memlake model where`: which embedding model the settings use and where its files are;
+    `memlake model fetch`: download all-MiniLM-L6-v2 into the model cache (checked, resumable
+    by running it again). memlake.embed.model_files has the order and the checksums."""
+    from memlake.embed.model_files import cache_folder, fetch, find_model
+
+    cfg = Settings.from_env()
+    cache = Path(args.cache) if args.cache else cfg.model_cache
+    if args.action == "fetch":
+        shown: dict[str, int] = {}
+
+        def progress(name: str, got: int, size: int) -> None:
+            tenth = got * 10 // size
+            if shown.get(name) != tenth:
+                shown[name] = tenth
+                print(f"{name}: {got >> 20} of {size >> 20} MB", file=sys.stderr)
+
+        folder = fetch(cache, cfg.hf_endpoint, progress=progress)
+        print(f"all-MiniLM-L6-v2 is in {folder} (checked against its pinned SHA-256)")
+        return 0
+    if cfg.embedder == "openai":
+        print(f"{cfg.embed_model} ({cfg.embed_dimensions} dims) at {cfg.openai_base_url}")
+        return 0
+    if cfg.embedder == "bedrock":
+        print(f"Amazon Bedrock {cfg.bedrock_model} ({cfg.bedrock_dimensions} dims)")
+        return 0
+    found = find_model(cfg.model_dir, cache, endpoint=cfg.hf_endpoint)  # never downloads
+    where = found.folder if found.origin != "the model cache" else cache_folder(cache)
+    print(f"all-MiniLM-L6-v2 from {found.origin}: {where}")
+    return 0

@@ -68,6 +68,12 @@ class Settings:
     embedder: str = "minilm"
     bedrock_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_dimensions: int = 1024
+    #: minilm: a folder holding the model's files; the cache `memlake model fetch` fills;
+    #: whether a first use may download into it; the Hugging Face hub to download from
+    model_dir: str = ""
+    model_cache: Path = Path.home() / ".cache" / "memlake" / "models"
+    model_download: bool = False
+    hf_endpoint: str = "https://huggingface.co"
     embed_model: str = ""  # openai: the model the endpoint serves, and its vectors' width
     embed_dimensions: int = 0
     openai_base_url: str = OPENAI_BASE_URL

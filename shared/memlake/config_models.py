@@ -3,7 +3,9 @@
 readers it hands `models_from_env`); this module says what the model ones may hold, so that
 config.py stays one list.
 
-Embedders: "minilm" (local numpy model, the default), "bedrock" (Titan Text Embeddings v2),
+Embedders: "minilm" (local numpy model, the default; its files found as memlake.embed.model_files
+says: MEMLAKE_MODEL_DIR, the installed wheel, MEMLAKE_MODEL_CACHE, a download from HF_ENDPOINT
+when MEMLAKE_MODEL_DOWNLOAD=1), "bedrock" (Titan Text Embeddings v2),
 "openai" (any OpenAI-compatible /embeddings: MEMLAKE_EMBED_MODEL and MEMLAKE_EMBED_DIM, at
 OPENAI_BASE_URL with OPENAI_API_KEY, the variables OpenAI's own clients read).
 Rerankers: "none" (the default), "bedrock" (Bedrock Rerank, MEMLAKE_RERANK_MODEL a Bedrock
@@ -13,6 +15,7 @@ model id), "http" (a /rerank endpoint at MEMLAKE_RERANK_URL with MEMLAKE_RERANK_
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -37,6 +40,8 @@ class ModelSettings(Protocol):
     @property
     def openai_base_url(self) -> str: ...
     @property
+    def hf_endpoint(self) -> str: ...
+    @property
     def reranker(self) -> str: ...
     @property
     def rerank_model(self) -> str: ...
@@ -54,6 +59,12 @@ def _choice(
     return kind
 
 
+def default_model_cache(text_of: Callable[[str], str]) -> Path:
+    """~/.cache/memlake/models, under XDG_CACHE_HOME when that is set."""
+    base = text_of("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "memlake" / "models"
+
+
 def models_from_env(text_of: Callable[[str], str], int_of: Callable[..., int]) -> dict[str, Any]:
     """The model fields of Settings; `text_of(name)` is a variable's stripped text ("" when
     unset), `int_of` config's integer reader."""
@@ -61,6 +72,10 @@ def models_from_env(text_of: Callable[[str], str], int_of: Callable[..., int]) -
     default_model = "" if reranker == "http" else BEDROCK_RERANK_MODEL
     return {
         "embedder": _choice(text_of, "MEMLAKE_EMBEDDER", EMBEDDERS, "minilm"),
+        "model_dir": text_of("MEMLAKE_MODEL_DIR"),
+        "model_cache": Path(text_of("MEMLAKE_MODEL_CACHE") or default_model_cache(text_of)),
+        "model_download": _flag(text_of, "MEMLAKE_MODEL_DOWNLOAD"),
+        "hf_endpoint": text_of("HF_ENDPOINT") or "https://huggingface.co",
         "bedrock_model": text_of("MEMLAKE_BEDROCK_MODEL") or "amazon.titan-embed-text-v2:0",
         "bedrock_dimensions": int_of("MEMLAKE_BEDROCK_DIMENSIONS", 1024, low=1),
         "embed_model": text_of("MEMLAKE_EMBED_MODEL"),
@@ -72,6 +87,13 @@ def models_from_env(text_of: Callable[[str], str], int_of: Callable[..., int]) -
         "rerank_url": text_of("MEMLAKE_RERANK_URL"),
         "rerank_api_key": text_of("MEMLAKE_RERANK_API_KEY"),
     }
+
+
+def _flag(text_of: Callable[[str], str], name: str) -> bool:
+    raw = text_of(name).lower()
+    if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise ConfigurationError(f"{name} must be 1 or 0, got {raw[:40]!r}")
+    return raw in ("1", "true", "yes", "on")
 
 
 def _endpoint(name: str, url: str) -> None:
@@ -92,6 +114,7 @@ def check_models(s: ModelSettings) -> None:
                 " nomic-embed-text, 1536 for text-embedding-3-small)"
             )
         _endpoint("OPENAI_BASE_URL", s.openai_base_url)
+    _endpoint("HF_ENDPOINT", s.hf_endpoint)
     if s.reranker not in RERANKERS:
         raise ConfigurationError(f"reranker must be one of {RERANKERS}, got {s.reranker!r}")
     if s.reranker == "bedrock" and s.rerank_model and not is_bedrock_model(s.rerank_model):

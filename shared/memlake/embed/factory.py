@@ -12,9 +12,9 @@ EMBEDDER_KINDS = ("minilm", "bedrock", "openai")
 def make_embedder(kind: str, **opts: Any) -> Embedder:
     """An Embedder of `kind` ("minilm", "bedrock" or "openai"), built with `opts`.
 
-    "minilm" without options returns the process-wide shared MiniLMEmbedder (weights load once);
-    with options (model_dir, max_tokens, batch_size, threads) a new instance, still sharing the
-    weights.
+    "minilm" without options (or with model_dir only) returns the process-wide MiniLMEmbedder of
+    that folder (weights load once); with other options (max_tokens, batch_size, threads) a new
+    instance, still sharing the weights.
     "bedrock" passes `opts` to BedrockTitanEmbedder (model_id, dimensions, normalize, client,
     region_name, max_chars).
     "openai" passes `opts` to OpenAIEmbedder (model, dimensions, base_url, api_key, batch_size,
@@ -24,7 +24,9 @@ def make_embedder(kind: str, **opts: Any) -> Embedder:
     if key == "minilm":
         from memlake.embed.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder(**opts) if opts else MiniLMEmbedder.shared()
+        if set(opts) <= {"model_dir"}:
+            return MiniLMEmbedder.shared(opts.get("model_dir"))
+        return MiniLMEmbedder(**opts)
     if key == "bedrock":
         from memlake.embed.bedrock import BedrockTitanEmbedder
 

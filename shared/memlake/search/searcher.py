@@ -70,10 +70,21 @@ class Searcher:
                     base_url=cfg.openai_base_url,
                     api_key=cfg.openai_api_key,
                 )
-            elif cfg.embed_threads:
-                self._embedder = make_embedder("minilm", threads=cfg.embed_threads)
-            else:  # the process-wide instance
-                self._embedder = make_embedder("minilm")
+            else:
+                from memlake.embed.model_files import find_model
+
+                folder = find_model(
+                    cfg.model_dir,
+                    cfg.model_cache,
+                    download=cfg.model_download,
+                    endpoint=cfg.hf_endpoint,
+                ).folder
+                if cfg.embed_threads:
+                    self._embedder = make_embedder(
+                        "minilm", model_dir=folder, threads=cfg.embed_threads
+                    )
+                else:  # the process-wide instance of that folder
+                    self._embedder = make_embedder("minilm", model_dir=folder)
         return self._embedder
 
     @property
