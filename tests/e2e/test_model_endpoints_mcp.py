@@ -7,17 +7,26 @@ searching, never a 500."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import boto3
+import pytest
 from moto import mock_aws
 
 from memlake.config import Settings
+from memlake.errors import ConfigurationError
 from memlake.mcp.server import build_app
+from memlake.search.index.state import SearchState
 from memlake.services import Services
+from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
+from tests.integration.test_transfer_validation import _tools
 from tests.support.fake_models import FakeModels, Fault, fake_models
 
 from .mcp_helpers import call, connect, run, serve_in_thread, serve_subprocess
@@ -109,3 +118,56 @@ def test_own_models_through_memlake_serve_on_the_local_lake(tmp_path: Path) -> N
 def test_own_models_on_moto_backed_s3() -> None:
     with fake_models(dim=48) as fake, s3_app(fake) as url:
         scenario(url, fake)
+
+
+def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> None:
+    """A store built with MiniLM refuses the endpoint's model with a hint naming the way over:
+    export without vectors, import into a new data directory with the new settings (import
+    embeds every episode with the new model), then search there."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    minilm = Services.build(Settings(data_dir=old), LocalStore(old))
+    for note in NOTES:
+        _tools(minilm, "default")("add_episode", content=note, context="home")
+
+    with fake_models(dim=48) as fake:
+        settings = Settings(
+            data_dir=old,
+            embedder="openai",
+            embed_model="bag-of-words",
+            embed_dimensions=48,
+            openai_base_url=fake.url + "/v1",
+        )
+        refused = Services.build(settings, LocalStore(old))
+        with pytest.raises(ConfigurationError) as err:
+            _tools(refused, "default")("search_episodes", query="herons")
+        assert "memlake export" in err.value.hint and "memlake import" in err.value.hint
+
+        slim = tmp_path / "slim.jsonl"
+        done = memlake(
+            "export",
+            "--tenant",
+            "default",
+            "--no-vectors",
+            "-o",
+            str(slim),
+            "--data",
+            str(old),
+            env={},
+        )
+        assert done.returncode == 0, done.stderr
+        done = memlake(
+            "import", str(slim), "--tenant", "default", "--data", str(new), env=env_for(fake)
+        )
+        assert done.returncode == 0, done.stderr
+        moved = Services.build(replace(settings, data_dir=new), LocalStore(new))
+        state = SearchState.from_extra(moved.lake.snapshot("default").extra)
+        assert state is not None and (state.model, state.dim) == ("openai:bag-of-words:48", 48)
+        found = _tools(moved, "default")("search_episodes", query="where do the herons nest")
+        assert found["episodes"][0]["content"] == NOTES[0]
+        assert found["episodes"][0]["breakdown"]["vector_rank"] == 1
+
+
+def memlake(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    command = [sys.executable, "-m", "memlake", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=full, timeout=300)
