@@ -1,5 +1,5 @@
-"""Command line: `memlake serve | stdio | compact | gc | maintain | export | import | model`:
-the parser and the doors (serve, stdio); the other commands are memlake.commands."""
+"""Command line: `memlake serve | stdio | compact | gc | maintain | export | import | reembed |
+model`: the parser and the doors (serve, stdio); the other commands are memlake.commands."""
 
 from __future__ import annotations
 
@@ -123,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="JSON Lines file, or - for stdin")
     imp.add_argument("--data", help=_LAKE_HELP)
     imp.add_argument("--batch-size", type=int, default=500, help="rows per commit")
+
+    reembed = _command(
+        sub,
+        "reembed",
+        commands.run_reembed,
+        "copy a tenant into a new local lake, embedded by the model the settings name",
+        required=True,
+    )
+    reembed.add_argument("--data", help=_LAKE_HELP)
+    reembed.add_argument("--to", required=True, help="the new lake directory")
+    reembed.add_argument("--batch-size", type=int, default=500, help="rows per commit")
 
     model = _command(
         sub,

@@ -215,3 +215,37 @@ def run_model(args: argparse.Namespace) -> int:
     where = found.folder if found.origin != "the model cache" else cache_folder(cache)
     print(f"all-MiniLM-L6-v2 from {found.origin}: {where}")
     return 0
+
+
+def run_reembed(args: argparse.Namespace) -> int:
+    """`memlake reembed --tenant T --to DIR`: tenant T copied into the local lake DIR with its
+    vectors computed by the model these settings name (its episodes exported without vectors,
+    then imported, which embeds them: README "Models"). The source is only read. Run again
+    after an interruption, it carries on: rows already in DIR are skipped, not re-embedded."""
+    from memlake.services import Services
+    from memlake.transfer import export_tenant, import_tenant
+
+    source = Services.build(settings_for(args))
+    target = Path(args.to)
+    if source.settings.store == "local" and target.resolve() == source.settings.data_dir.resolve():
+        raise ConfigurationError(
+            "--to must be another directory: a store holds the vectors of one model"
+        )
+    _check_data_dir(target, create=True)
+    dest = Services.build(replace(source.settings, store="local", data_dir=target))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "tenant.jsonl")
+        with path.open("wb") as out:
+            export_tenant(source.lake, args.tenant, out, vectors=False)
+        report = import_tenant(
+            dest.lake,
+            args.tenant,
+            path,
+            batch_size=args.batch_size,
+            max_content_bytes=dest.settings.max_content_bytes,
+        )
+    print(
+        f"tenant {args.tenant}: {_count(report.rows, 'row')} in {target}, vectors by"
+        f" {dest.search.embedder.name}: {report.written} written, {report.unchanged} already there"
+    )
+    return 0

@@ -121,9 +121,9 @@ def test_own_models_on_moto_backed_s3() -> None:
 
 
 def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> None:
-    """A store built with MiniLM refuses the endpoint's model with a hint naming the way over:
-    export without vectors, import into a new data directory with the new settings (import
-    embeds every episode with the new model), then search there."""
+    """A store built with MiniLM refuses the endpoint's model with a hint naming the way over;
+    `memlake reembed` (export without vectors, import into a new data directory with the new
+    settings: every episode embedded by the new model) makes it, resumably; search there."""
     old, new = tmp_path / "old", tmp_path / "new"
     minilm = Services.build(Settings(data_dir=old), LocalStore(old))
     for note in NOTES:
@@ -140,25 +140,28 @@ def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> 
         refused = Services.build(settings, LocalStore(old))
         with pytest.raises(ConfigurationError) as err:
             _tools(refused, "default")("search_episodes", query="herons")
-        assert "memlake export" in err.value.hint and "memlake import" in err.value.hint
+        assert "memlake reembed" in err.value.hint
 
-        slim = tmp_path / "slim.jsonl"
-        done = memlake(
-            "export",
+        # memlake reembed, run with the new settings: the old store is only read
+        reembed = ("reembed", "--tenant", "default", "--data", str(old), "--to", str(new))
+        done = memlake(*reembed, env=env_for(fake))
+        assert done.returncode == 0, done.stderr
+        assert "vectors by openai:bag-of-words:48: 3 written" in done.stdout, done.stdout
+        asked = len(fake.requests)
+        again = memlake(*reembed, env=env_for(fake))  # as after an interruption: carries on
+        assert again.returncode == 0 and "0 written, 3 already there" in again.stdout, again
+        assert len(fake.requests) == asked  # nothing embedded twice
+        same = memlake(
+            "reembed",
             "--tenant",
             "default",
-            "--no-vectors",
-            "-o",
-            str(slim),
             "--data",
             str(old),
-            env={},
+            "--to",
+            str(old),
+            env=env_for(fake),
         )
-        assert done.returncode == 0, done.stderr
-        done = memlake(
-            "import", str(slim), "--tenant", "default", "--data", str(new), env=env_for(fake)
-        )
-        assert done.returncode == 0, done.stderr
+        assert same.returncode == 2 and "another directory" in same.stderr
         moved = Services.build(replace(settings, data_dir=new), LocalStore(new))
         state = SearchState.from_extra(moved.lake.snapshot("default").extra)
         assert state is not None and (state.model, state.dim) == ("openai:bag-of-words:48", 48)

@@ -127,9 +127,9 @@ class SearchState:
                 f" but the server embeds with {model} ({dim} dims); vectors of different models"
                 " cannot be compared",
                 hint="Set MEMLAKE_EMBEDDER (and MEMLAKE_BEDROCK_DIMENSIONS, or MEMLAKE_EMBED_MODEL"
-                " and MEMLAKE_EMBED_DIM) back to the model the store was built with; or move the"
-                " store to the new model: memlake export --no-vectors with the old settings, then"
-                " memlake import into a new data directory with the new ones (it embeds again).",
+                " and MEMLAKE_EMBED_DIM) back to the model the store was built with; or copy the"
+                " store to the new model: memlake reembed --tenant T --to NEW_DIR, run with the"
+                " new settings, embeds every episode again into a new lake.",
             )
 
     def shard_of_seq(self, seq: int) -> int | None:
