@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlake.config import Settings
 from memlake.config_values import parse_toolsets
@@ -244,8 +244,25 @@ def run_reembed(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             max_content_bytes=dest.settings.max_content_bytes,
         )
+    left = _embed_all_pending(dest, args.tenant)
     print(
         f"tenant {args.tenant}: {_count(report.rows, 'row')} in {target}, vectors by"
         f" {dest.search.embedder.name}: {report.written} written, {report.unchanged} already there"
+        + (f"; {_count(left, 'passage')} still to embed (memlake maintain)" if left else "")
     )
     return 0
+
+
+def _embed_all_pending(services: Any, tenant: str) -> int:
+    """The passages of long episodes that import's commits left pending, embedded now (the
+    deferred pass, memlake.search.backfill, in rounds with progress on stderr); returns how
+    many are left (an episode that cannot be embedded is left for maintenance)."""
+    from memlake.search.backfill import embed_pending
+
+    step = services.settings.embed_batch_passages
+    while True:
+        done = embed_pending(services.lake, services.search, tenant, max_passages=8 * step)
+        if done.passages:
+            print(f"embedded {done.passages} more passages, {done.left} left", file=sys.stderr)
+        if not done.left or not done.passages:
+            return int(done.left)

@@ -126,7 +126,8 @@ def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> 
     settings: every episode embedded by the new model) makes it, resumably; search there."""
     old, new = tmp_path / "old", tmp_path / "new"
     minilm = Services.build(Settings(data_dir=old), LocalStore(old))
-    for note in NOTES:
+    long_note = " ".join(f"Entry {i}: the tide table for pier {i} moved again." for i in range(400))
+    for note in [*NOTES, long_note]:
         _tools(minilm, "default")("add_episode", content=note, context="home")
 
     with fake_models(dim=48) as fake:
@@ -144,12 +145,14 @@ def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> 
 
         # memlake reembed, run with the new settings: the old store is only read
         reembed = ("reembed", "--tenant", "default", "--data", str(old), "--to", str(new))
-        done = memlake(*reembed, env=env_for(fake))
+        few_at_once = {**env_for(fake), "MEMLAKE_EMBED_SYNC_PASSAGES": "2"}  # the rest pending
+        done = memlake(*reembed, env=few_at_once)
         assert done.returncode == 0, done.stderr
-        assert "vectors by openai:bag-of-words:48: 3 written" in done.stdout, done.stdout
+        assert "vectors by openai:bag-of-words:48: 4 written" in done.stdout, done.stdout
+        assert "still to embed" not in done.stdout and "0 left" in done.stderr, done
         asked = len(fake.requests)
-        again = memlake(*reembed, env=env_for(fake))  # as after an interruption: carries on
-        assert again.returncode == 0 and "0 written, 3 already there" in again.stdout, again
+        again = memlake(*reembed, env=few_at_once)  # as after an interruption: carries on
+        assert again.returncode == 0 and "0 written, 4 already there" in again.stdout, again
         assert len(fake.requests) == asked  # nothing embedded twice
         same = memlake(
             "reembed",
@@ -165,6 +168,7 @@ def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> 
         moved = Services.build(replace(settings, data_dir=new), LocalStore(new))
         state = SearchState.from_extra(moved.lake.snapshot("default").extra)
         assert state is not None and (state.model, state.dim) == ("openai:bag-of-words:48", 48)
+        assert not state.pending  # the long episode's passages all embedded
         found = _tools(moved, "default")("search_episodes", query="where do the herons nest")
         assert found["episodes"][0]["content"] == NOTES[0]
         assert found["episodes"][0]["breakdown"]["vector_rank"] == 1
