@@ -5,6 +5,7 @@
 #
 #   bash infra/sam_local.sh           # prepare, then run the sam tests
 #   bash infra/sam_local.sh prepare   # only: container runtime, SAM CLI, base image, sam build
+#   bash infra/sam_local.sh stop      # stop the dockerd that prepare started, if it did
 #
 # prepare installs what it lacks (root + apt-get: docker.io, mmdebstrap), starts dockerd when
 # `docker info` fails, puts the SAM CLI in its own venv (it pins an older boto3: never in the
@@ -44,6 +45,7 @@ container_runtime() {
   [ "$(id -u)" = 0 ] || no_runtime "dockerd is not running and only root may start it"
   say "starting dockerd (log: $SAM_HOME/dockerd.log)"
   nohup dockerd >"$SAM_HOME/dockerd.log" 2>&1 &
+  echo $! >"$SAM_HOME/dockerd.pid"  # `stop` ends only a daemon started here
   for _ in $(seq 30); do
     docker info >/dev/null 2>&1 && return 0
     sleep 1
@@ -105,11 +107,27 @@ prepare() {
   say "prepared in $(($(ts) - t0)) s (sam: $SAM_VENV/bin/sam, template: .aws-sam/build/template.yaml)"
 }
 
+stop_runtime() {  # stop the dockerd that prepare started (none started: nothing to do)
+  local pidfile="$SAM_HOME/dockerd.pid" pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  rm -f "$pidfile"
+  if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != dockerd ]; then return 0; fi
+  say "stopping dockerd ($pid), which prepare started"
+  kill "$pid"
+  for _ in $(seq 30); do
+    [ -d "/proc/$pid" ] || return 0
+    sleep 1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
 case "${1:-all}" in
   prepare) prepare ;;
+  stop) stop_runtime ;;
   all)
     prepare
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 exec .venv/bin/python -m pytest -m sam -v tests/e2e/test_sam_local.py
     ;;
-  *) echo "usage: bash infra/sam_local.sh [prepare|all]" >&2; exit 2 ;;
+  *) echo "usage: bash infra/sam_local.sh [prepare|stop|all]" >&2; exit 2 ;;
 esac

@@ -30,8 +30,24 @@ OVERRIDES = "JwtIssuer=https://issuer.invalid JwtAudience=sam-local"
 NO_RUNTIME = 3  # infra/sam_local.sh: no container runtime can be had here
 
 
-def prepare() -> None:
-    """Runtime, SAM CLI, base image and `sam build`; skip where no container runtime exists."""
+def docker_running() -> bool:
+    try:
+        probe = subprocess.run(["docker", "info"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def stop_runtime() -> None:
+    """Stop the dockerd that `prepare` started (infra/sam_local.sh stop: only that one)."""
+    subprocess.run(["bash", "infra/sam_local.sh", "stop"], cwd=ROOT, timeout=120, check=False)
+
+
+def prepare() -> bool:
+    """Runtime, SAM CLI, base image and `sam build`; skip where no container runtime exists.
+    True when this call started the container daemon (the caller stops it when done: a test
+    session leaves the machine as it found it; CI's prepared daemon was running before)."""
+    started = not docker_running()
     proc = subprocess.run(
         ["bash", "infra/sam_local.sh", "prepare"],
         cwd=ROOT,
@@ -39,10 +55,13 @@ def prepare() -> None:
         text=True,
         timeout=1800,
     )
+    if proc.returncode != 0 and started:  # a daemon it started before failing goes too
+        stop_runtime()
     if proc.returncode == NO_RUNTIME:
         pytest.skip(proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0, f"infra/sam_local.sh prepare failed:\n{proc.stderr[-4000:]}"
     assert SAM.is_file() and BUILT.is_file()
+    return started
 
 
 def sam_env() -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from .sam_local import (
     moto_lake,
     prepare,
     sam_server,
+    stop_runtime,
 )
 
 pytestmark = [pytest.mark.sam, pytest.mark.slow]
@@ -57,10 +59,18 @@ def template_functions(path: Path = ROOT / "template.yaml") -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    prepare()
-    folder = tmp_path_factory.mktemp("sam")
-    with moto_lake() as (endpoint, s3):
-        yield {"dir": folder, "env": env_vars_file(folder / "env.json", endpoint), "s3": s3}
+    status = Path(tempfile.gettempdir())
+    before = set(status.glob("*_rapid-*.building.status"))  # the SAM CLI's notes
+    started = prepare()
+    try:
+        folder = tmp_path_factory.mktemp("sam")
+        with moto_lake() as (endpoint, s3):
+            yield {"dir": folder, "env": env_vars_file(folder / "env.json", endpoint), "s3": s3}
+    finally:
+        if started:  # the daemon this session started goes with it
+            stop_runtime()
+        for left in set(status.glob("*_rapid-*.building.status")) - before:
+            left.unlink(missing_ok=True)
 
 
 def _event(lake: dict[str, Any], name: str, body: dict[str, Any]) -> Path:
