@@ -189,7 +189,7 @@ def run_model(args: argparse.Namespace) -> int:
     """`memlake model where`: which embedding model the settings use and where its files are;
     `memlake model fetch`: download all-MiniLM-L6-v2 into the model cache (checked, resumable
     by running it again). memlake.embed.model_files has the order and the checksums."""
-    from memlake.embed.model_files import cache_folder, fetch, find_model
+    from memlake.embed.model_files import fetch, find_model
 
     cfg = Settings.from_env()
     cache = Path(args.cache) if args.cache else cfg.model_cache
@@ -212,8 +212,7 @@ def run_model(args: argparse.Namespace) -> int:
         print(f"Amazon Bedrock {cfg.bedrock_model} ({cfg.bedrock_dimensions} dims)")
         return 0
     found = find_model(cfg.model_dir, cache, endpoint=cfg.hf_endpoint)  # never downloads
-    where = found.folder if found.origin != "the model cache" else cache_folder(cache)
-    print(f"all-MiniLM-L6-v2 from {found.origin}: {where}")
+    print(f"all-MiniLM-L6-v2 from {found.origin}: {found.folder}")
     return 0
 
 
@@ -223,9 +222,10 @@ def run_reembed(args: argparse.Namespace) -> int:
     then imported, which embeds them: README "Models"). The source is only read. Run again
     after an interruption, it carries on: rows already in DIR are skipped, not re-embedded."""
     from memlake.services import Services
-    from memlake.transfer import export_tenant, import_tenant
+    from memlake.transfer import export_tenant, import_tenant, tenant_snapshot
 
     source = Services.build(settings_for(args))
+    tenant_snapshot(source.lake, args.tenant)  # a mistyped tenant leaves no empty lake behind
     target = Path(args.to)
     if source.settings.store == "local" and target.resolve() == source.settings.data_dir.resolve():
         raise ConfigurationError(

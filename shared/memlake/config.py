@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from memlake.config_models import OPENAI_BASE_URL, check_models, models_from_env
+from memlake.config_models import (
+    OPENAI_BASE_URL,
+    check_models,
+    default_model_cache,
+    models_from_env,
+)
 from memlake.config_values import TOOLSET_NAMES, checked_url, parse_toolsets
 from memlake.errors import ConfigurationError
 
@@ -71,7 +76,7 @@ class Settings:
     #: minilm: a folder holding the model's files; the cache `memlake model fetch` fills;
     #: whether a first use may download into it; the Hugging Face hub to download from
     model_dir: str = ""
-    model_cache: Path = Path.home() / ".cache" / "memlake" / "models"
+    model_cache: Path = field(default_factory=default_model_cache)
     model_download: bool = False
     hf_endpoint: str = "https://huggingface.co"
     embed_model: str = ""  # openai: the model the endpoint serves, and its vectors' width

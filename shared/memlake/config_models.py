@@ -14,6 +14,7 @@ model id), "http" (a /rerank endpoint at MEMLAKE_RERANK_URL with MEMLAKE_RERANK_
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -59,10 +60,18 @@ def _choice(
     return kind
 
 
-def default_model_cache(text_of: Callable[[str], str]) -> Path:
-    """~/.cache/memlake/models, under XDG_CACHE_HOME when that is set."""
+def default_model_cache(text_of: Callable[[str], str] = lambda _name: "") -> Path:
+    """~/.cache/memlake/models, under XDG_CACHE_HOME when that is set; under the temporary
+    directory where the process has no home (a Lambda function's user has none: Path.home()
+    raises there, and config must still load)."""
     base = text_of("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memlake" / "models"
+    if base:
+        return Path(base) / "memlake" / "models"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):
+        return Path(tempfile.gettempdir()) / "memlake-models"
+    return home / ".cache" / "memlake" / "models"
 
 
 def models_from_env(text_of: Callable[[str], str], int_of: Callable[..., int]) -> dict[str, Any]:

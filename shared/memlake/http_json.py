@@ -1,11 +1,11 @@
 """JSON over HTTP for the model endpoints a user brings (OpenAI-compatible embeddings, /rerank).
 
-One POST with a timeout, retried with exponential backoff and jitter on 429, 5xx, timeouts and
-refused or reset connections (a Retry-After in seconds is honoured up to MAX_WAIT); any other
-answer fails at once. Failures raise HttpJsonError with the status, whether a later retry may
-help, and the server's own message (OpenAI's {"error": {"message"}}, FastAPI's "detail", a
-plain "message" or "error", else the start of the body), never the request's headers: the API
-key stays out of errors and logs.
+One POST with a timeout, retried with exponential backoff and jitter on 429, 5xx, timeouts,
+refused or reset connections and answers cut short (a Retry-After in seconds is honoured up
+to MAX_WAIT); any other answer fails at once. Failures raise HttpJsonError with the status,
+whether a later retry may help, and the server's own message (OpenAI's {"error":
+{"message"}}, FastAPI's "detail", a plain "message" or "error", else the start of the body),
+never the request's headers: the API key stays out of errors and logs.
 
 The standard library's urllib does it: two small calls do not warrant an HTTP client
 dependency in the Lambda image (httpx is the test suite's). Its timeout bounds each socket
@@ -14,6 +14,7 @@ operation (connect, each read), not the whole answer.
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import time
@@ -78,6 +79,9 @@ def post_json(
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 raw = response.read(MAX_BODY + 1)
+                announced = response.headers.get("content-length", "")
+            if announced.isdigit() and len(raw) < int(announced):  # read(n) does not raise
+                raise http.client.IncompleteRead(raw, int(announced) - len(raw))
         except urllib.error.HTTPError as e:
             status, said = e.code, server_message(e.read(64 << 10))
             retry_after = e.headers.get("retry-after") if e.headers else None
@@ -91,6 +95,9 @@ def post_json(
         except (urllib.error.URLError, ConnectionError, OSError) as e:
             reason = getattr(e, "reason", e)
             last = HttpJsonError(f"POST {url}: cannot connect ({reason})", retryable=True)
+        except http.client.HTTPException as e:  # the answer cut short or garbled on the wire
+            what = type(e).__name__
+            last = HttpJsonError(f"POST {url}: the answer broke off ({what})", retryable=True)
         else:
             if len(raw) > MAX_BODY:
                 raise HttpJsonError(f"POST {url}: the answer is over {MAX_BODY >> 20} MiB")

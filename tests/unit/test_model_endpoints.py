@@ -229,3 +229,57 @@ def test_incomplete_model_settings_say_what_to_set(
         monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match=message):
         Settings.from_env()
+
+
+def test_an_answer_cut_short_is_retried_then_a_retryable_error() -> None:
+    """A server that announces a body and closes half way (a proxy dropping the connection):
+    http.client raises IncompleteRead, which is neither OSError nor URLError; it must become
+    a retryable HttpJsonError, never escape as a raw exception (a 500 to the agent)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Cut(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"data": [')
+            self.close_connection = True
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Cut)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    waits: list[float] = []
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings"
+        with pytest.raises(HttpJsonError, match="broke off") as err:
+            post_json(url, {"input": ["x"]}, attempts=2, sleep=waits.append)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert err.value.retryable and len(waits) == 1
+
+
+def test_settings_load_where_the_process_has_no_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Lambda function's user has no home directory: Path.home() raises there. Settings (in
+    code and from the environment) must still load, with the model cache under the temporary
+    directory."""
+    import tempfile
+    from pathlib import Path
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("MEMLAKE_MODEL_CACHE", raising=False)
+    expected = Path(tempfile.gettempdir()) / "memlake-models"
+    assert Settings().model_cache == expected
+    assert Settings.from_env().model_cache == expected
+    monkeypatch.setenv("XDG_CACHE_HOME", "/var/cache/app")
+    assert Settings.from_env().model_cache == Path("/var/cache/app/memlake/models")

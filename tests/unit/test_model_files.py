@@ -159,3 +159,13 @@ def test_memlake_model_where_and_fetch(
     assert str(model_files.cache_folder(tmp_path)) in out.out and "model.safetensors" in out.err
     assert main(["model", "where"]) == 0
     assert "from the model cache" in capsys.readouterr().out
+
+
+def test_memlake_reembed_of_an_unknown_tenant_leaves_no_lake_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, target = tmp_path / "lake", tmp_path / "new"
+    source.mkdir()
+    assert main(["reembed", "--tenant", "nobody", "--data", str(source), "--to", str(target)]) == 1
+    assert "nobody" in capsys.readouterr().err
+    assert not target.exists()
