@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memlake import commands
+from memlake import commands, commands_integrity
 from memlake.config import Settings
 from memlake.errors import MemlakeError, NotFound
 
@@ -97,6 +97,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     maint.add_argument("--data", help=_LAKE_HELP)
     maint.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    check = _command(
+        sub,
+        "check",
+        commands_integrity.run_check,
+        "find damaged objects: manifests, segments, index shards (exit 1 when damaged)",
+        help="only this tenant (default: every tenant in the lake)",
+    )
+    check.add_argument("--data", help=_LAKE_HELP)
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    repair = _command(
+        sub,
+        "repair",
+        commands_integrity.run_repair,
+        "write a new manifest around damaged objects (a dry run unless --apply)",
+        required=True,
+    )
+    repair.add_argument("--data", help=_LAKE_HELP)
+    repair.add_argument("--apply", action="store_true", help="commit the repair")
+    repair.add_argument("--json", action="store_true", help="print the report as JSON")
 
     exp = _command(
         sub,

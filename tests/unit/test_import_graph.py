@@ -22,7 +22,7 @@ SOURCE = Path(memlake.__file__).parent.parent
 #: A name is a package (the prefix of its modules) or a module; the longest one that matches
 #: a module is its place, so memlake.search.index sits below memlake.search.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memlake.__main__", "memlake.cli", "memlake.commands"),  # the command line
+    ("memlake.__main__", "memlake.cli", "memlake.commands", "memlake.commands_integrity"),
     ("memlake.mcp",),  # transports: HTTP, API Gateway, stdio, direct
     ("memlake.tools",),  # one use case per tool
     ("memlake.context", "memlake.maintenance"),  # what a call runs with; the maintenance pass
@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memlake.audit",
         "memlake.cursors",
         "memlake.idempotency",
+        "memlake.integrity",
         "memlake.layers",
         "memlake.relationships",
         "memlake.stored_rows",

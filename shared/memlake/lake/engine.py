@@ -23,12 +23,12 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from memlake.errors import MemlakeError, Unavailable
+from memlake.errors import CorruptObject, MemlakeError, NotFound, Unavailable
 from memlake.lake import keys, manifest_log
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
 from memlake.lake.segments import SegmentCache, write_segment
-from memlake.lake.snapshot import Snapshot, TableView
+from memlake.lake.snapshot import Snapshot, TableView, refuse_writes_onto
 from memlake.lake.txn import Transaction
 from memlake.store.base import ObjectStore, PreconditionFailed
 
@@ -164,15 +164,29 @@ class Lake:
             known = current.version if current is not None else 0
             if current is None or time.monotonic() - st.validated_at > HINT_RECHECK_SECONDS:
                 # a long-idle cache may sit below manifests GC has since removed: re-anchor
-                known = max(known, manifest_log.read_hint(self.store, tenant))
+                known = max(known, manifest_log.checked_hint(self.store, tenant))
                 st.validated_at = time.monotonic()
             latest = manifest_log.newest_version(self.store, tenant, known)
-            if current is not None and latest == current.version:
+            if current is not None and latest in (current.version, current.damaged_version):
                 return current
-            manifest = self.load_manifest(tenant, latest)
+            try:
+                manifest, damage = self.load_manifest(tenant, latest), None
+            except (CorruptObject, NotFound) as e:
+                if latest == 0:
+                    raise
+                manifest, damage = manifest_log.newest_intact(self.store, tenant, latest, e), e
             snap = Snapshot(manifest, self.store, self.cache, self.schema, current, memo=st.views)
+            if damage is not None:
+                snap.damage = (latest, damage)
+                st.snapshot = None  # the fallback replaces it: later reads skip `latest`
             self._install(st, snap)
             return snap
+
+    def forget(self, tenant: str) -> None:
+        """Drop what this process knows of a tenant's manifests (after `memlake repair`
+        committed around a damaged version, the next read finds the repaired one)."""
+        with self._tenants_lock:
+            self._tenants.pop(tenant, None)
 
     def _install(self, st: _TenantState, snap: Snapshot) -> None:
         if st.snapshot is None or snap.version > st.snapshot.version:
@@ -202,6 +216,7 @@ class Lake:
         try:
             for attempt in range(self.retry.attempts):
                 snap = self.snapshot(tenant)
+                refuse_writes_onto(snap)
                 txn = Transaction(snap)
                 for p in batch:
                     child = txn.child()
@@ -279,6 +294,7 @@ class Lake:
         with st.commit_lock:
             for attempt in range(self.retry.attempts):
                 snap = self.snapshot(tenant)
+                refuse_writes_onto(snap)
                 manifest = build(snap)
                 if manifest is None:
                     return None

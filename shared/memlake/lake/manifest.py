@@ -7,7 +7,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from memlake.lake.checksums import digest
+
 FORMAT = 1
+
+
+def _canonical(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
 
 @dataclass(frozen=True)
@@ -20,6 +26,7 @@ class SegmentRef:
     max_id: str
     stats: dict[str, Any] = field(default_factory=dict)
     compacted: bool = False
+    sha256: str = ""  # of the object's bytes ("" in manifests written before checksums)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -33,6 +40,8 @@ class SegmentRef:
         }
         if self.compacted:
             out["compacted"] = True
+        if self.sha256:
+            out["sha256"] = self.sha256
         return out
 
     @classmethod
@@ -46,6 +55,7 @@ class SegmentRef:
             max_id=data.get("max_id", ""),
             stats=dict(data.get("stats", {})),
             compacted=bool(data.get("compacted", False)),
+            sha256=str(data.get("sha256", "")),
         )
 
 
@@ -70,6 +80,8 @@ class Manifest:
         return replace(self, version=self.version + 1, committed_at=now, tables=tables, extra=extra)
 
     def to_bytes(self) -> bytes:
+        """The manifest as stored: canonical JSON carrying the sha256 of its own other fields,
+        so a truncated or altered manifest is found by its reader (from_bytes)."""
         doc = {
             "format": FORMAT,
             "tenant": self.tenant,
@@ -78,11 +90,19 @@ class Manifest:
             "tables": {t: [s.to_json() for s in segs] for t, segs in sorted(self.tables.items())},
             "extra": self.extra,
         }
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        doc["sha256"] = digest(_canonical(doc))
+        return _canonical(doc)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Manifest:
+        """Raises ValueError (or KeyError, TypeError) for bytes that are not an intact manifest;
+        memlake.lake.manifest_log turns that into CorruptObject naming the key."""
         doc = json.loads(data)
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        recorded = doc.pop("sha256", None)
+        if recorded is not None and recorded != digest(_canonical(doc)):
+            raise ValueError("its sha256 does not match its content")
         if doc.get("format") != FORMAT:
             raise ValueError(f"unsupported manifest format {doc.get('format')!r}")
         return cls(

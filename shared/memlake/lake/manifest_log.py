@@ -8,8 +8,11 @@ version+1 exist?). The hint is best effort; a reader never trusts it past what e
 
 from __future__ import annotations
 
-from memlake.errors import NotFound
+import logging
+
+from memlake.errors import CorruptObject, NotFound
 from memlake.lake import keys
+from memlake.lake.checksums import damaged
 from memlake.lake.manifest import Manifest
 from memlake.store.base import ObjectNotFound, ObjectStore
 
@@ -20,6 +23,16 @@ def read_hint(store: ObjectStore, tenant: str) -> int:
         return int(store.get(keys.hint_key(tenant)).decode().strip() or 0)
     except (ObjectNotFound, ValueError):
         return 0
+
+
+def checked_hint(store: ObjectStore, tenant: str) -> int:
+    """The hint's version when a reader may start from it: it exists, or it is missing but the
+    version below it exists (a deleted newest manifest: its reader falls back, loudly, and
+    writes are refused); 0 for a hint that names nothing near what exists (a damaged hint)."""
+    hinted = read_hint(store, tenant)
+    if hinted <= 1 or store.exists(keys.manifest_key(tenant, hinted)):
+        return hinted
+    return hinted if store.exists(keys.manifest_key(tenant, hinted - 1)) else 0
 
 
 def newest_version(store: ObjectStore, tenant: str, known: int) -> int:
@@ -41,14 +54,55 @@ def newest_version(store: ObjectStore, tenant: str, known: int) -> int:
     return lo
 
 
+log = logging.getLogger("memlake.lake")
+#: how far below a damaged newest manifest a reader looks for an intact one
+FALLBACK_DEPTH = 64
+
+
 def load_manifest(store: ObjectStore, tenant: str, version: int) -> Manifest:
-    """Version `version` of the tenant's manifest (0: the empty one), or NotFound."""
+    """Version `version` of the tenant's manifest (0: the empty one); NotFound when it does
+    not exist, CorruptObject when its bytes are not an intact manifest of this tenant."""
     if version == 0:
         return Manifest.empty(tenant)
+    key = keys.manifest_key(tenant, version)
     try:
-        return Manifest.from_bytes(store.get(keys.manifest_key(tenant, version)))
+        data = store.get(key)
     except ObjectNotFound as e:
         raise NotFound(
             f"version {version} of this memory store does not exist or was collected",
             hint="Use a newer version.",
         ) from e
+    try:
+        manifest = Manifest.from_bytes(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise damaged(key, f"not an intact manifest ({e})") from e
+    if manifest.tenant != tenant or manifest.version != version:
+        raise damaged(key, f"it holds version {manifest.version} of {manifest.tenant!r}")
+    return manifest
+
+
+def newest_intact(
+    store: ObjectStore, tenant: str, damaged_version: int, error: CorruptObject | NotFound
+) -> Manifest:
+    """The newest intact manifest below `damaged_version` (whose reading raised `error`),
+    looked for FALLBACK_DEPTH versions down; logs the fall back. Raises `error` when none is."""
+    for version in range(damaged_version - 1, max(0, damaged_version - FALLBACK_DEPTH), -1):
+        try:
+            manifest = load_manifest(store, tenant, version)
+        except CorruptObject:
+            continue
+        except NotFound:
+            break  # collected: versions are contiguous above the oldest one GC kept
+        log.warning(
+            "manifest version %d of tenant %s is damaged (%s); reads use version %d and writes"
+            " are refused until `memlake repair`",
+            damaged_version,
+            tenant,
+            error.message,
+            version,
+        )
+        return manifest
+    else:
+        if damaged_version == 1:  # the tenant's first commit: before it, the tenant was empty
+            return Manifest.empty(tenant)
+    raise error

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memlake.errors import CorruptObject
 from memlake.lake.manifest import SegmentRef
 from memlake.lake.schema import SYSTEM_FIELDS
 
@@ -72,7 +73,12 @@ class Scans:
         value_set = pa.array(values, pa.string())
         candidates: set[str] = set()
         for pos in range(len(self.segments)):
-            table = self.segment_table(pos)
+            try:
+                table = self.segment_table(pos)
+            except CorruptObject:
+                if self._rules_out(pos, column, values):
+                    continue  # its stats say no row has one of the values: not needed
+                raise
             mask = pc.is_in(table.column(column), value_set=value_set)
             if extra is not None:
                 mask = pc.and_(mask, extra(table))
@@ -84,7 +90,12 @@ class Scans:
         id_set = pa.array(sorted(candidates), pa.string())
         best: dict[str, tuple[int, int, int]] = {}  # id -> (seq, segment, row)
         for pos, seg in enumerate(self.segments):
-            table = self.segment_table(pos)
+            try:
+                table = self.segment_table(pos)
+            except CorruptObject:
+                if not any(seg.min_id <= rid <= seg.max_id for rid in candidates):
+                    continue  # no version of a candidate can be in it
+                raise
             rows = _hits(pc.is_in(table.column("id"), value_set=id_set))
             if not len(rows):
                 continue
@@ -105,6 +116,13 @@ class Scans:
                     continue
                 out[row["id"]] = visible(row)
         return out
+
+    def _rules_out(self, pos: int, column: str, values: list[str]) -> bool:
+        """The segment's recorded stats prove no row of it has `column` in `values` (a
+        damaged segment a scan can do without)."""
+        stat = self.segments[pos].stats.get(column)
+        held = stat.get("values") if isinstance(stat, dict) else None
+        return held is not None and not set(held) & set(values)
 
     def where(self, column: str, values: Iterable[str]) -> list[dict[str, Any]]:
         """Live rows whose `column` is one of `values` (a scan: no id index)."""

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memlake.ids import new_id
-from memlake.lake import keys
+from memlake.lake import checksums, keys
 from memlake.lake.manifest import SegmentRef
 from memlake.lake.schema import conform
-from memlake.store.base import ObjectStore
+from memlake.store.base import ObjectNotFound, ObjectStore
 
 MAX_DISTINCT_STAT = 32
 
@@ -73,6 +73,7 @@ def write_segment(
         seq=0,
         rows=table.num_rows,
         bytes=len(data),
+        sha256=checksums.digest(data),
         min_id=mm["min"] or "",
         max_id=mm["max"] or "",
         stats=column_stats(table, stat_columns),
@@ -101,14 +102,23 @@ class SegmentCache:
             _, old = self._items.popitem(last=False)
             self._bytes -= old.nbytes
 
-    def read(self, store: ObjectStore, key: str, schema: pa.Schema) -> pa.Table:
+    def read(self, store: ObjectStore, key: str, schema: pa.Schema, sha256: str = "") -> pa.Table:
+        """The segment's rows; CorruptObject when the manifest names an object that is missing,
+        does not match its recorded sha256 or is not Parquet (memlake.lake.checksums)."""
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
                 if hit.schema.equals(schema, check_metadata=False):
                     return hit
-        raw = store.get(key)
-        table = conform(pq.read_table(io.BytesIO(raw)), schema)
+        try:
+            raw = checksums.verify(key, store.get(key), sha256)
+        except ObjectNotFound as e:
+            raise checksums.damaged(key, "the manifest names it but it is missing") from e
+        try:
+            parsed = pq.read_table(io.BytesIO(raw))
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise checksums.damaged(key, f"not readable Parquet ({e})") from e
+        table = conform(parsed, schema)
         self.add(key, table)
         return table

@@ -23,10 +23,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import Any
 
 import pyarrow as pa
 
+from memlake.errors import CorruptObject, MemlakeError
+from memlake.lake.checksums import CHECK_HINT
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
@@ -68,9 +71,13 @@ class TableView(Scans):
         self._live: pa.Table | None = None
         self._lock = threading.Lock()
         self._indexing: Future[IdIndex] | None = None  # lookup's background build
+        #: segments the id index could not read (position -> why): reads that may need one
+        #: of them raise its CorruptObject, the others go on (`locate`, `whole`)
+        self.unreadable: dict[int, CorruptObject] = {}
 
     def segment_table(self, pos: int) -> pa.Table:
-        return self._cache.read(self._store, self.segments[pos].key, self.schema)
+        ref = self.segments[pos]
+        return self._cache.read(self._store, ref.key, self.schema, ref.sha256)
 
     def _build(self) -> IdIndex:
         start = 0
@@ -80,10 +87,15 @@ class TableView(Scans):
             old = prev.segments
             if len(old) <= len(self.segments) and self.segments[: len(old)] == old:
                 best = dict(prev._index)
+                self.unreadable.update(prev.unreadable)
                 start = len(old)
         for pos in range(start, len(self.segments)):
             seg = self.segments[pos]
-            table = self.segment_table(pos)
+            try:
+                table = self.segment_table(pos)
+            except CorruptObject as e:  # contained: see `locate`
+                self.unreadable[pos] = e
+                continue
             ids = table.column("id").to_pylist()
             deleted = table.column("_deleted").to_pylist()
             seqs = table.column("_seq").to_pylist()
@@ -112,13 +124,29 @@ class TableView(Scans):
     def locate(self, row_id: str) -> RowLocation | None:
         """Where the newest version of row_id is (a tombstone too), or None if it never was."""
         loc = self.index.get(row_id)
+        for pos, error in self.unreadable.items():
+            ref = self.segments[pos]
+            if ref.min_id and ref.max_id and not ref.min_id <= row_id <= ref.max_id:
+                continue  # its id range rules it out
+            if loc is None or (ref.seq, pos) > (loc[0], loc[1]):
+                raise error  # it may hold a newer version of the row than any readable one
         return None if loc is None else RowLocation(*loc)
+
+    def whole(self) -> None:
+        """Raise the CorruptObject of an unreadable segment: for reads of the whole table."""
+        _ = self.index
+        for error in self.unreadable.values():
+            raise error
 
     def get(self, row_id: str) -> dict[str, Any] | None:
         loc = self.locate(row_id)
         if loc is None or loc.deleted:
             return None
         return visible(self.segment_table(loc.segment).slice(loc.row, 1).to_pylist()[0])
+
+    def _prefetch(self, pos: int) -> None:
+        with suppress(CorruptObject):
+            self.segment_table(pos)
 
     def _index_at_hand(self) -> bool:
         prev = self._previous
@@ -130,8 +158,8 @@ class TableView(Scans):
         """find() of each id, the segments that may hold them read at once (in parallel); then
         the id index is built in the background (INDEX_AFTER_LOOKUP)."""
         wanted = sorted({pos for rid in ids for pos in self.may_hold(rid)})
-        if len(wanted) > 1:
-            list(_READERS.get().map(self.segment_table, wanted))
+        if len(wanted) > 1:  # warm the cache; `find` raises for a damaged one it needs
+            list(_READERS.get().map(self._prefetch, wanted))
         out = {rid: self.find(rid) for rid in ids}
         with self._lock:  # (a failed build is retried by the next reader of the index)
             if INDEX_AFTER_LOOKUP and self._indexing is None:
@@ -190,14 +218,17 @@ class TableView(Scans):
         return [rows[(loc.segment, loc.row)] for loc in wanted]
 
     def ids(self) -> list[str]:
+        self.whole()
         return [rid for rid, (_seq, _pos, _row, dead) in self.index.items() if not dead]
 
     def count(self) -> int:
+        self.whole()
         return sum(1 for _seq, _pos, _row, dead in self.index.values() if not dead)
 
     def live_table(self) -> pa.Table:
         """All live rows as one Arrow table (system columns dropped), cached per snapshot."""
         if self._live is None:
+            self.whole()
             by_segment: dict[int, list[int]] = {}
             for _seq, pos, row, dead in self.index.values():
                 if not dead:
@@ -229,10 +260,17 @@ class Snapshot:
         self._views: dict[str, TableView] = {}
         self._previous = previous
         self._lock = threading.Lock()
+        #: set when the newest manifest is damaged and this is the newest intact one: (the
+        #: damaged version, why); reads use this snapshot, writes are refused
+        self.damage: tuple[int, MemlakeError] | None = None
 
     @property
     def version(self) -> int:
         return self.manifest.version
+
+    @property
+    def damaged_version(self) -> int | None:
+        return None if self.damage is None else self.damage[0]
 
     @property
     def tenant(self) -> str:
@@ -268,3 +306,16 @@ class Snapshot:
 
     def release_previous(self) -> None:
         self._previous = None
+
+
+def refuse_writes_onto(snap: Snapshot) -> None:
+    """A write onto a fallback snapshot would commit over the damaged newest manifest without
+    the changes it held: refused (CorruptObject) until `memlake repair` makes a new one."""
+    if snap.damage is None:
+        return
+    version, why = snap.damage
+    raise CorruptObject(
+        f"version {version} of this memory store's manifest is damaged ({why.message}); reads"
+        f" use version {snap.version}, and writes are refused until it is repaired",
+        hint=CHECK_HINT,
+    )

@@ -3,6 +3,10 @@
 A ranged read asks GetObject for "bytes=start-(end-1)"; S3 clips a range past the end and
 answers 416 InvalidRange when the range starts at or past it (RangeNotSatisfiable).
 
+Every put sends the body's sha256 (ChecksumAlgorithm), so S3 stores no object that was cut
+or altered on the way, and a whole get asks for it back (ChecksumMode) for botocore to check;
+the manifest's own record of each object's sha256 is checked by the readers above.
+
 S3 answers a lost conditional put with 412 PreconditionFailed, and with 409
 ConditionalRequestConflict when another conditional put on the key is in flight; both mean
 "someone else won", so both become PreconditionFailed.
@@ -10,7 +14,9 @@ ConditionalRequestConflict when another conditional put on the key is in flight;
 
 from __future__ import annotations
 
+import base64
 import builtins
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -94,7 +100,9 @@ class S3Store:
 
     def get(self, key: str) -> bytes:
         with _errors("get", key, _missing(key)):
-            resp = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+            resp = self.client.get_object(
+                Bucket=self.bucket, Key=self._key(key), ChecksumMode="ENABLED"
+            )
             return resp["Body"].read()
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
@@ -124,7 +132,15 @@ class S3Store:
         return True
 
     def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
-        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": self._key(key), "Body": data}
+        kwargs: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Key": self._key(key),
+            "Body": data,
+            # S3 refuses a body that does not match (BadDigest) and keeps the checksum, so a
+            # whole GetObject is verified against it too (ChecksumMode, botocore)
+            "ChecksumAlgorithm": "SHA256",
+            "ChecksumSHA256": base64.b64encode(hashlib.sha256(data).digest()).decode(),
+        }
         if if_absent:
             kwargs["IfNoneMatch"] = "*"
         with _errors("put", key, _lost_race(key) if if_absent else None):

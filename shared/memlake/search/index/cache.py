@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memlake.errors import CorruptObject
+from memlake.lake.checksums import damaged, digest, verify
 from memlake.search.index.npz_format import bad
 from memlake.search.index.range_cache import RangeCache, trim_dir, write_atomically
 from memlake.search.index.ranges import RangedNpz
 from memlake.search.index.shard import Shard
-from memlake.store.base import ObjectStore
+from memlake.store.base import ObjectNotFound, ObjectStore
 
 if TYPE_CHECKING:
     from memlake.search.index.state import ShardInfo
@@ -86,6 +87,8 @@ class ShardCache:
         self._promoting: dict[str, Future[None]] = {}
         self._promoter: ThreadPoolExecutor | None = None
         self.last = LoadStats()
+        #: the sha256 the manifest records for each shard key seen (whole reads verify it)
+        self._digests: dict[str, str] = {}
 
     @property
     def nbytes(self) -> int:
@@ -145,9 +148,20 @@ class ShardCache:
     def _load(
         self, store: ObjectStore, key: str, stats: LoadStats, info: ShardInfo | None = None
     ) -> Shard:
+        try:
+            return self._load_or_fail(store, key, stats, info)
+        except ObjectNotFound as e:
+            raise damaged(key, "the manifest names it but it is missing") from e
+
+    def _load_or_fail(
+        self, store: ObjectStore, key: str, stats: LoadStats, info: ShardInfo | None
+    ) -> Shard:
+        """A ranged open checks the object's structure (directory, headers, sizes); a whole read
+        checks its sha256 too, against the manifest's record (memlake.lake.checksums)."""
         hit = self.cached(key)
         if hit is not None and (info is not None or not hit.lazy):
             return hit
+        expected = self._digests.get(key, "")
         if info is not None and lazy(info):
             try:
                 shard = Shard.from_ranges(
@@ -168,8 +182,10 @@ class ShardCache:
                     stats.disk_hits += 1
             except OSError:
                 data = None
+        if data is not None and expected and digest(data) != expected:
+            data = None  # a damaged local copy: the store's may be intact
         if data is None:
-            data = store.get(key)
+            data = verify(key, store.get(key), expected)
             with self._lock:
                 stats.fetched += 1
                 stats.bytes += len(data)
@@ -196,6 +212,7 @@ class ShardCache:
         manifest's `infos` (a search), big sealed shards open by ranges; without (a writer),
         every shard is whole."""
         stats = LoadStats()
+        self.expect(infos or ())
         given: Sequence[ShardInfo | None] = infos if infos is not None else [None] * len(keys)
         pairs = list(zip(keys, given, strict=True))
         loaded: dict[str, Shard] = {}
@@ -206,6 +223,11 @@ class ShardCache:
         out = [loaded.get(k) or self._load(store, k, stats, i) for k, i in pairs]
         self.last = stats
         return out
+
+    def expect(self, infos: Sequence[ShardInfo]) -> None:
+        """Remember the sha256 the manifest records for these shards: whole reads verify it."""
+        with self._lock:
+            self._digests.update((i.key, i.sha256) for i in infos if i.sha256)
 
     def promote(self, store: ObjectStore, infos: Sequence[ShardInfo]) -> None:
         """After a search over `infos`: fetch its ranged shards whole in the background when all

@@ -29,6 +29,7 @@ import numpy as np
 
 from memlake.ids import new_id
 from memlake.lake import keys
+from memlake.lake.checksums import digest
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.shard import Doc, Shard
 from memlake.search.index.shard_build import Rows, build, docs_of
@@ -97,6 +98,7 @@ class Layout:
         self.version, self.model, self.rows = version, model, rows
 
     def _load(self, info: ShardInfo, drop: tuple[str, ...] = ()) -> tuple[Shard, np.ndarray | None]:
+        self.cache.expect([info])
         shard = self.cache.load_many(self.store, [info.key])[0]
         gone = info.dead + drop
         keep = ~np.isin(shard.ids, list(gone)) if gone else None
@@ -131,6 +133,7 @@ class Layout:
             docs=shard.n,
             chunks=len(shard.vectors),
             bytes=len(data),
+            sha256=digest(data),
             seq=(min(s[0] for s in seqs), max(s[1] for s in seqs)),
             time=(int(shard.t_start.min()), int(shard.t_end.max())) if shard.n else (0, 0),
             contexts=tuple(contexts) if len(contexts) <= MAX_CONTEXTS else None,

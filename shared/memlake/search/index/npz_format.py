@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memlake.errors import CorruptObject
+from memlake.lake.checksums import damaged
 
 EOCD = struct.Struct("<4s4H2IH")  # signature, disks, entries x2, cd size, cd offset, comment
 ZIP64_LOCATOR = struct.Struct("<4sIQI")
@@ -64,7 +65,7 @@ class ArrayInfo:
 
 
 def bad(key: str, why: str) -> CorruptObject:
-    return CorruptObject(f"{key} is not a readable .npz: {why}", hint="rebuild the object")
+    return damaged(key, f"not a readable .npz ({why})")
 
 
 def find_directory(key: str, tail: bytes, size: int) -> tuple[int, int, int]:

@@ -40,6 +40,7 @@ class ShardInfo:
     tier: int = 0
     tail: bool = False
     format: int = 1  # the shard object's format (memlake.search.index.FORMAT)
+    sha256: str = ""  # of the object's bytes ("" in states written before checksums)
 
     @property
     def live(self) -> int:
@@ -59,6 +60,7 @@ class ShardInfo:
             "tier": self.tier,
             "tail": self.tail,
             "format": self.format,
+            **({"sha256": self.sha256} if self.sha256 else {}),
         }
 
     @classmethod
@@ -77,6 +79,7 @@ class ShardInfo:
             tier=int(d.get("tier", 0)),
             tail=bool(d.get("tail", False)),
             format=int(d.get("format", 1)),
+            sha256=str(d.get("sha256", "")),
         )
 
     def may_match(self, context: str | None, start_us: int | None, end_us: int | None) -> bool:
