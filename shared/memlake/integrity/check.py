@@ -23,6 +23,9 @@ from memlake.search.index.shard import Shard
 from memlake.search.index.state import SearchState
 from memlake.store.base import ObjectNotFound, ObjectStore
 
+#: Manifest.extra: the damaged manifest versions `memlake repair` went around
+REPAIRED_VERSIONS = "repaired_versions"
+
 
 @dataclass(frozen=True)
 class Damage:
@@ -47,6 +50,8 @@ class CheckReport:
     bytes_checked: int = 0
     unverified: int = 0  # objects written before checksums were recorded (size and parse only)
     damage: list[Damage] = field(default_factory=list)
+    #: damaged manifest versions a repair went around (kept: nothing is deleted; not damage)
+    repaired: list[int] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -102,6 +107,9 @@ def _check_chain(store: ObjectStore, tenant: str, report: CheckReport) -> Manife
         except (CorruptObject, NotFound) as e:
             report.damage.append(Damage(key, "manifest", "unreadable", e.message, version=version))
     report.readable_version = readable.version
+    known = set(readable.extra.get(REPAIRED_VERSIONS, ()))
+    report.repaired = sorted(d.version for d in report.damage if d.version in known)
+    report.damage = [d for d in report.damage if d.version not in known]
     return readable
 
 

@@ -24,7 +24,12 @@ from typing import Any
 from memlake.episodes import TABLE as EPISODES
 from memlake.errors import Unavailable
 from memlake.ids import new_id
-from memlake.integrity.check import CheckReport, check_tenant, manifest_versions
+from memlake.integrity.check import (
+    REPAIRED_VERSIONS,
+    CheckReport,
+    check_tenant,
+    manifest_versions,
+)
 from memlake.integrity.history import History
 from memlake.integrity.shards import ShardRepair
 from memlake.lake import Lake, Snapshot, keys
@@ -176,6 +181,8 @@ def _commit(
     record = json.dumps(report.to_dict(), indent=1, sort_keys=True).encode()
     lake.store.put(report.report_key, record, if_absent=True)
     extra[REPAIRS_KEY] = [*extra.get(REPAIRS_KEY, [])[-(KEEP_REPORTS - 1) :], report.report_key]
+    went_around = {d.version for d in report.check.damage if d.kind == "manifest"}
+    extra[REPAIRED_VERSIONS] = sorted(went_around | set(extra.get(REPAIRED_VERSIONS, ())))
     manifest = replace(base.next(tables, extra), version=version)
     try:
         lake.store.put(keys.manifest_key(tenant, version), manifest.to_bytes(), if_absent=True)
