@@ -65,5 +65,35 @@ class CorruptObject(StorageError):
     retryable = False
 
 
+class StorageFull(StorageError):
+    """The data directory has no space (or quota) left. Retryable: once space is freed the same
+    call succeeds, and the failed write left nothing behind to get in its way."""
+
+    code = "storage_full"
+    retryable = True
+    HINT = (
+        "The data directory is full: free space in it (or raise its quota), then retry the call; "
+        "nothing was written."
+    )
+
+    def __init__(self, message: str, *, hint: str = HINT) -> None:
+        super().__init__(message, hint=hint)
+
+
+class StorageReadOnly(StorageError):
+    """The data directory refuses writes (mounted read-only, or no write permission). Not
+    retryable: retrying cannot help until an operator changes the mount or permissions."""
+
+    code = "storage_read_only"
+    retryable = False
+    HINT = (
+        "The data directory is read-only (mounted ro or no write permission): make it writable, "
+        "then retry the call; nothing was written."
+    )
+
+    def __init__(self, message: str, *, hint: str = HINT) -> None:
+        super().__init__(message, hint=hint)
+
+
 class ConfigurationError(MemlakeError):
     code = "configuration_error"

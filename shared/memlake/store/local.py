@@ -8,6 +8,11 @@ A crash between the two steps leaves a `.tmp-*` file that no listing shows; `mem
 removes those older than its grace period (remove_stale_temp_files). A writer holds an
 exclusive flock on its temporary file until it is renamed or linked, and gc skips a file it
 cannot lock, so it never removes a write in progress however slow.
+
+Failures: an OSError while writing or deleting becomes a StorageError that names the key, never
+the host path: StorageFull when the disk or quota is full (retry once space is freed),
+StorageReadOnly when the directory refuses writes, a plain StorageError otherwise. A failed put
+removes its temporary file, so a full disk is not made fuller and no half-written object shows.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memlake.errors import InvalidArgument
+from memlake.errors import InvalidArgument, StorageError, StorageFull, StorageReadOnly
 from memlake.store.base import (
     ObjectInfo,
     ObjectNotFound,
@@ -38,6 +43,33 @@ except ImportError:  # pragma: no cover - Windows: gc relies on the grace period
 _TMP_PREFIX = ".tmp-"
 #: what opening a key that is no object raises (a folder is no object either)
 _NO_OBJECT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+#: errnos that mean no room: the disk, the user's quota (EDQUOT is absent on some platforms), or
+#: a file-size limit
+_FULL = frozenset(
+    n for n in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if n is not None
+)
+#: errnos that mean the directory refuses writes: mounted read-only, or no permission to write
+_READ_ONLY = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def _write_failed(op: str, key: str, e: OSError) -> StorageError:
+    """The error a caller can act on for a failed write or delete. The message carries the key
+    and the errno's text only: str(e) names the absolute host path, which is no caller's
+    business and means nothing to a model."""
+    reason = os.strerror(e.errno) if e.errno else type(e).__name__
+    if e.errno in _FULL:
+        return StorageFull(f"could not {op} {key}: {reason}")
+    if e.errno in _READ_ONLY:
+        return StorageReadOnly(f"could not {op} {key}: {reason}")
+    return StorageError(f"could not {op} {key}: {reason}")
+
+
+def _discard(tmp: str) -> None:
+    """Remove a put's temporary file. Its failure must not hide the put's own error (on a file
+    system remounted read-only the unlink fails too); what it leaves is a `.tmp-*` file that no
+    listing shows and gc removes once the directory is writable again."""
+    with suppress(OSError):
+        os.unlink(tmp)
 
 
 def _try_lock(fd: int, *, wait: bool) -> bool:
@@ -105,6 +137,13 @@ class LocalStore:
 
     def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
         path = self._path(key)
+        try:
+            self._put(key, path, data, if_absent=if_absent)
+        except OSError as e:  # from any step: mkdir, mkstemp, write, flush, fsync, link, replace
+            raise _write_failed("write", key, e) from e
+
+    @staticmethod
+    def _put(key: str, path: Path, data: bytes, *, if_absent: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=path.parent)
         try:
@@ -125,18 +164,18 @@ class LocalStore:
                 else:
                     os.replace(tmp, path)
                     tmp = ""
-        finally:
+        finally:  # also after a failed write or fsync: a full disk gets its space back
             if tmp:
-                try:
-                    os.unlink(tmp)
-                except FileNotFoundError:
-                    pass
+                _discard(tmp)
 
     def delete(self, key: str) -> None:
+        path = self._path(key)
         try:
-            self._path(key).unlink()
+            path.unlink()
         except FileNotFoundError:
             pass
+        except OSError as e:  # gc deletes: on a read-only directory it must say so plainly
+            raise _write_failed("delete", key, e) from e
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         base = self.root
@@ -172,8 +211,14 @@ class LocalStore:
         removed = 0
         for dirpath, _dirs, files in os.walk(base):
             for name in files:
-                if name.startswith(_TMP_PREFIX) and self._remove_if_stale(dirpath, name, cutoff):
-                    removed += 1
+                if not name.startswith(_TMP_PREFIX):
+                    continue
+                try:
+                    if self._remove_if_stale(dirpath, name, cutoff):
+                        removed += 1
+                except OSError as e:
+                    key = Path(dirpath, name).relative_to(self.root).as_posix()
+                    raise _write_failed("remove", key, e) from e
         return removed
 
     @staticmethod
