@@ -1,7 +1,7 @@
 """A full or read-only data directory, simulated by making one step of LocalStore.put fail: the
 caller gets StorageFull / StorageReadOnly / StorageError naming the key (never a raw OSError
 or a host path), no `.tmp-*` file stays behind, a commit publishes no manifest, and the next
-write after the fault succeeds. tests/integration/test_disk_full.py does it on a real tmpfs."""
+write after the fault succeeds. tests/e2e/test_disk_full.py does it on a real tmpfs."""
 
 from __future__ import annotations
 
