@@ -73,3 +73,15 @@ def test_every_registered_tool_has_a_function() -> None:
     handlers = {handler_of(r) for r in FUNCTIONS.values()}
     for name in TOOL_NAMES:
         assert f"functions.{name}.app.lambda_handler" in handlers, f"{name} has no function"
+
+
+def test_the_maintenance_function_checks_tenants_on_request(stack: Stack) -> None:
+    stack.use("AddEpisodeFunction")
+    stack.invoke("AddEpisodeFunction", {"tenant": "demo", "arguments": {"content": "checked"}})
+    stack.use("MaintenanceFunction")
+    ctx = FakeContext(function_name="MaintenanceFunction")
+    result = stack.invoke("MaintenanceFunction", {"action": "check"}, ctx)
+    assert result["checked"] >= 1 and result["damaged"] == [], result
+    assert all(r["clean"] for r in result["reports"])
+    bad = stack.invoke("MaintenanceFunction", {"action": "check", "tenant": "../x"}, ctx)
+    assert bad["error"]["code"] == "invalid_argument", bad
