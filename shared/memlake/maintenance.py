@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from memlake.errors import MemlakeError
+from memlake.errors import CorruptObject, MemlakeError
 from memlake.ids import TENANT_PATTERN
 from memlake.lake.compaction import CompactionReport, compact
 from memlake.lake.gc import GRACE_SECONDS, GcReport, collect_garbage
@@ -104,6 +104,10 @@ class MaintenanceReport(GcReport):
         return asdict(self)
 
 
+#: (tenant, damage) pairs already logged by this process (memlake serve ticks every 2 s)
+_DAMAGE_LOGGED: set[tuple[str, str]] = set()
+
+
 def discover_tenants(store: ObjectStore) -> list[str]:
     """Every tenant with objects in the store (names that are not valid tenants are skipped)."""
     return [n for n in store.list_prefixes(TENANTS_PREFIX) if TENANT_PATTERN.match(n)]
@@ -160,6 +164,12 @@ def run_maintenance(
         )
         try:
             one = maintain_tenant(services, tenant, step, deadline=deadline)
+        except CorruptObject as e:  # damage: one line per object and process, not each tick
+            if (tenant, e.message) not in _DAMAGE_LOGGED:
+                _DAMAGE_LOGGED.add((tenant, e.message))
+                log.warning("maintenance skips tenant %s until repaired: %s", tenant, e.message)
+            report.failed.append(tenant)
+            continue
         except Exception as e:  # one tenant's failure never stops the others
             code = e.code if isinstance(e, MemlakeError) else type(e).__name__
             log.error("maintenance failed for tenant %s: %s", tenant, code, exc_info=True)

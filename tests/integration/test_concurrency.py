@@ -15,7 +15,7 @@ from pathlib import Path
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.lake import Lake
-from memlake.lake.engine import RetryPolicy
+from memlake.lake.commit_state import RetryPolicy
 from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store

@@ -26,7 +26,7 @@ from memlake.config import Settings
 from memlake.context import Principal, ToolContext
 from memlake.errors import AlreadyExists, Conflict
 from memlake.lake import Lake
-from memlake.lake.engine import RetryPolicy
+from memlake.lake.commit_state import RetryPolicy
 from memlake.relationships import relationship_index
 from memlake.store.base import ObjectStore, PreconditionFailed
 from memlake.store.local import LocalStore

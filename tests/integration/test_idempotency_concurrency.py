@@ -20,7 +20,7 @@ from memlake.config import Settings
 from memlake.context import Principal, ToolContext
 from memlake.errors import Conflict
 from memlake.lake import Lake
-from memlake.lake.engine import RetryPolicy
+from memlake.lake.commit_state import RetryPolicy
 from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store

@@ -23,7 +23,7 @@ import pytest
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.errors import Conflict, NotFound
-from memlake.lake.engine import RetryPolicy
+from memlake.lake.commit_state import RetryPolicy
 from memlake.layers.tables import LINKS
 from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore

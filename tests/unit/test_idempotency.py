@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from memlake import idempotency
 from memlake.errors import Conflict
+from memlake.lake.commit_state import Hooks
 from memlake.lake.compaction import compact
-from memlake.lake.engine import Hooks
 from memlake.store.local import LocalStore
 from memlake.timeutil import now
 from tests.wiring import bare_lake

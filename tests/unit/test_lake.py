@@ -10,8 +10,8 @@ import pytest
 
 from memlake.errors import Conflict, NotFound
 from memlake.lake import Lake, Transaction, keys
+from memlake.lake.commit_state import Hooks
 from memlake.lake.compaction import compact
-from memlake.lake.engine import Hooks
 from memlake.lake.gc import collect_garbage
 from memlake.store.local import LocalStore
 from tests.support.counting import CountingStore

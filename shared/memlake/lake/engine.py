@@ -14,43 +14,27 @@ Readers find the newest version from the cached version (or the hint) by probing
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import pyarrow as pa
 
 from memlake.errors import CorruptObject, MemlakeError, NotFound, Unavailable
 from memlake.lake import keys, manifest_log
+from memlake.lake.checksums import CHECK_HINT
+from memlake.lake.commit_state import Hooks, PendingChange, RetryPolicy, TenantState
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
 from memlake.lake.segments import SegmentCache, write_segment
-from memlake.lake.snapshot import Snapshot, TableView, refuse_writes_onto
+from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
 from memlake.store.base import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
 HINT_RECHECK_SECONDS = 60.0
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 30
-    base_delay: float = 0.005
-    max_delay: float = 0.5
-
-    def delay(self, attempt: int) -> float:
-        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
-
-
-@dataclass
-class Hooks:
-    """Fault injection for tests: called after segments are written, before the manifest."""
-
-    before_manifest_put: Callable[[str, int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,31 +60,6 @@ CommitHook = Callable[[CommitContext], None]
 PrepareHook = Callable[[Snapshot, Transaction], None]
 
 
-@dataclass
-class _Pending:
-    fn: Callable[[Transaction], Any]
-    result: Any = None
-    error: BaseException | None = None
-    done: bool = False
-
-    def outcome(self) -> Any:
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-@dataclass
-class _TenantState:
-    snapshot: Snapshot | None = None
-    commit_lock: threading.Lock = field(default_factory=threading.Lock)
-    queue_lock: threading.Lock = field(default_factory=threading.Lock)
-    queue: list[_Pending] = field(default_factory=list)
-    read_lock: threading.Lock = field(default_factory=threading.Lock)
-    validated_at: float = 0.0
-    #: newest built index per table, reused by later snapshots (see lake/snapshot.py)
-    views: dict[str, TableView] = field(default_factory=dict)
-
-
 class Lake:
     def __init__(
         self,
@@ -119,7 +78,7 @@ class Lake:
         self.cache = SegmentCache(cache_bytes)
         self.retry = retry or RetryPolicy()
         self.hooks = hooks or Hooks()
-        self._tenants: dict[str, _TenantState] = {}
+        self._tenants: dict[str, TenantState] = {}
         self._tenants_lock = threading.Lock()
         self.commit_hooks: list[CommitHook] = []
         self.prepare_hooks: list[PrepareHook] = []
@@ -133,12 +92,12 @@ class Lake:
     def schema(self, name: str) -> pa.Schema:
         return self.spec(name).schema(self.dim)
 
-    def _state(self, tenant: str) -> _TenantState:
+    def _state(self, tenant: str) -> TenantState:
         keys.tenant_prefix(tenant)  # validates
         with self._tenants_lock:
             st = self._tenants.get(tenant)
             if st is None:
-                st = self._tenants[tenant] = _TenantState()
+                st = self._tenants[tenant] = TenantState()
             return st
 
     def known_tenants(self) -> list[str]:
@@ -188,7 +147,7 @@ class Lake:
         with self._tenants_lock:
             self._tenants.pop(tenant, None)
 
-    def _install(self, st: _TenantState, snap: Snapshot) -> None:
+    def _install(self, st: TenantState, snap: Snapshot) -> None:
         if st.snapshot is None or snap.version > st.snapshot.version:
             if st.snapshot is not None:
                 st.snapshot.release_previous()
@@ -202,7 +161,7 @@ class Lake:
         the transaction. A MemlakeError raised by fn rejects this change alone.
         """
         st = self._state(tenant)
-        pending = _Pending(fn)
+        pending = PendingChange(fn)
         with st.queue_lock:
             st.queue.append(pending)
         with st.commit_lock:
@@ -212,7 +171,7 @@ class Lake:
                 self._commit_batch(tenant, st, batch)
         return pending.outcome()  # type: ignore[no-any-return]
 
-    def _commit_batch(self, tenant: str, st: _TenantState, batch: list[_Pending]) -> None:
+    def _commit_batch(self, tenant: str, st: TenantState, batch: list[PendingChange]) -> None:
         try:
             for attempt in range(self.retry.attempts):
                 snap = self.snapshot(tenant)
@@ -274,7 +233,7 @@ class Lake:
         self.store.put(keys.manifest_key(tenant, version), manifest.to_bytes(), if_absent=True)
         return manifest
 
-    def _publish(self, tenant: str, st: _TenantState, prev: Snapshot, manifest: Manifest) -> None:
+    def _publish(self, tenant: str, st: TenantState, prev: Snapshot, manifest: Manifest) -> None:
         try:
             self.store.put(keys.hint_key(tenant), str(manifest.version).encode())
         except MemlakeError:
@@ -310,3 +269,16 @@ class Lake:
                 self._publish(tenant, st, snap, manifest)
                 return manifest
         raise Unavailable("compaction lost too many races", hint="Run it again later.")
+
+
+def refuse_writes_onto(snap: Snapshot) -> None:
+    """A write onto a fallback snapshot would commit over the damaged newest manifest without
+    the changes it held: refused (CorruptObject) until `memlake repair` makes a new one."""
+    if snap.damage is None:
+        return
+    version, why = snap.damage
+    raise CorruptObject(
+        f"version {version} of this memory store's manifest is damaged ({why.message}); reads"
+        f" use version {snap.version}, and writes are refused until it is repaired",
+        hint=CHECK_HINT,
+    )

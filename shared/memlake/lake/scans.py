@@ -52,9 +52,22 @@ class Scans:
     """The index-free half of memlake.lake.snapshot.TableView."""
 
     segments: tuple[SegmentRef, ...]
+    #: segments the id index could not read (position -> why): a read that may need one of
+    #: them raises its CorruptObject, the others go on (docs/decisions/2701)
+    unreadable: dict[int, CorruptObject]
 
     def segment_table(self, pos: int) -> pa.Table:
         raise NotImplementedError
+
+    def raise_if_unreadable_may_hold(self, row_id: str, newest: tuple[int, int] | None) -> None:
+        """Raise the error of an unreadable segment whose id range may hold a newer version of
+        row_id than the (seq, segment) `newest` readable one (None: no readable version)."""
+        for pos, error in self.unreadable.items():
+            ref = self.segments[pos]
+            if ref.min_id and ref.max_id and not ref.min_id <= row_id <= ref.max_id:
+                continue
+            if newest is None or (ref.seq, pos) > newest:
+                raise error
 
     def scan(
         self, column: str, values: list[str], extra: Mask | None = None

@@ -29,7 +29,6 @@ from typing import Any
 import pyarrow as pa
 
 from memlake.errors import CorruptObject, MemlakeError
-from memlake.lake.checksums import CHECK_HINT
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
@@ -71,9 +70,7 @@ class TableView(Scans):
         self._live: pa.Table | None = None
         self._lock = threading.Lock()
         self._indexing: Future[IdIndex] | None = None  # lookup's background build
-        #: segments the id index could not read (position -> why): reads that may need one
-        #: of them raise its CorruptObject, the others go on (`locate`, `whole`)
-        self.unreadable: dict[int, CorruptObject] = {}
+        self.unreadable: dict[int, CorruptObject] = {}  # see Scans.unreadable
 
     def segment_table(self, pos: int) -> pa.Table:
         ref = self.segments[pos]
@@ -124,12 +121,8 @@ class TableView(Scans):
     def locate(self, row_id: str) -> RowLocation | None:
         """Where the newest version of row_id is (a tombstone too), or None if it never was."""
         loc = self.index.get(row_id)
-        for pos, error in self.unreadable.items():
-            ref = self.segments[pos]
-            if ref.min_id and ref.max_id and not ref.min_id <= row_id <= ref.max_id:
-                continue  # its id range rules it out
-            if loc is None or (ref.seq, pos) > (loc[0], loc[1]):
-                raise error  # it may hold a newer version of the row than any readable one
+        if self.unreadable:
+            self.raise_if_unreadable_may_hold(row_id, None if loc is None else loc[:2])
         return None if loc is None else RowLocation(*loc)
 
     def whole(self) -> None:
@@ -306,16 +299,3 @@ class Snapshot:
 
     def release_previous(self) -> None:
         self._previous = None
-
-
-def refuse_writes_onto(snap: Snapshot) -> None:
-    """A write onto a fallback snapshot would commit over the damaged newest manifest without
-    the changes it held: refused (CorruptObject) until `memlake repair` makes a new one."""
-    if snap.damage is None:
-        return
-    version, why = snap.damage
-    raise CorruptObject(
-        f"version {version} of this memory store's manifest is damaged ({why.message}); reads"
-        f" use version {snap.version}, and writes are refused until it is repaired",
-        hint=CHECK_HINT,
-    )

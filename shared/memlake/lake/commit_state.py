@@ -1,0 +1,55 @@
+"""What the commit engine (memlake.lake.engine) obeys and keeps: its retry policy, the fault
+hooks tests inject, a change waiting in a tenant's group-commit queue, and per-tenant state."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memlake.lake.snapshot import Snapshot, TableView
+from memlake.lake.txn import Transaction
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 30
+    base_delay: float = 0.005
+    max_delay: float = 0.5
+
+    def delay(self, attempt: int) -> float:
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+
+
+@dataclass
+class Hooks:
+    """Fault injection for tests: called after segments are written, before the manifest."""
+
+    before_manifest_put: Callable[[str, int], None] | None = None
+
+
+@dataclass
+class PendingChange:
+    fn: Callable[[Transaction], Any]
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+@dataclass
+class TenantState:
+    snapshot: Snapshot | None = None
+    commit_lock: threading.Lock = field(default_factory=threading.Lock)
+    queue_lock: threading.Lock = field(default_factory=threading.Lock)
+    queue: list[PendingChange] = field(default_factory=list)
+    read_lock: threading.Lock = field(default_factory=threading.Lock)
+    validated_at: float = 0.0
+    #: newest built index per table, reused by later snapshots (see lake/snapshot.py)
+    views: dict[str, TableView] = field(default_factory=dict)
