@@ -154,7 +154,7 @@ def _as_format1(data: bytes) -> bytes:
 
 def _downgrade(lake: Lake, ctx: Any) -> None:
     """Turn every shard of the tenant into a format-1 object, its manifest entry too (as a
-    store written before format 2 has them: no "format" key)."""
+    store written before format 2 has them: no "format" key, and no "sha256" either)."""
     for info in state(lake).shards:
         lake.store.put(info.key, _as_format1(lake.store.get(info.key)))
 
@@ -162,6 +162,7 @@ def _downgrade(lake: Lake, ctx: Any) -> None:
         doc = txn.extra[EXTRA_KEY]
         for s in doc["shards"]:
             s.pop("format", None)
+            s.pop("sha256", None)
 
     lake.commit(T, change)
     ctx.services.search.shards.clear()

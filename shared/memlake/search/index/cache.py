@@ -99,6 +99,7 @@ class ShardCache:
         with self._lock:
             self._items.clear()
             self._sizes.clear()
+            self._digests.clear()
             self._bytes = 0
 
     def cached(self, key: str) -> Shard | None:
