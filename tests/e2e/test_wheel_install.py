@@ -18,6 +18,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memlake.embed import model_files
+from memlake.mcp.browser import FILES
 
 from .mcp_helpers import call, run
 
@@ -45,6 +46,7 @@ def test_the_wheel_installs_and_serves_stdio_outside_the_checkout(tmp_path: Path
     (wheel,) = wheels.glob("memlake-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "memlake/py.typed" in names and "memlake/search/query/evidence.py" in names
+    assert {f"memlake/mcp/ui/{f}" for f in FILES} <= set(names)  # the memory browser's page
     assert not [n for n in names if n.startswith(("tests/", "shared/", "functions/"))]
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "memlake = memlake.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
