@@ -8,6 +8,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from memlake.errors import StorageError
 from memlake.lake import Transaction
 from memlake.store.base import ObjectNotFound, PreconditionFailed
 from memlake.store.s3 import S3Store
@@ -68,3 +69,28 @@ def test_lake_on_s3_retries_a_lost_manifest_race(bucket) -> None:  # type: ignor
     fresh = bare_lake(S3Store("lake-bucket", client=bucket)).snapshot("t")
     assert fresh.version == 3
     assert sorted(fresh.table("episodes").ids()) == ["a", "b", "c"]
+
+
+def test_every_put_sends_its_sha256_and_s3_keeps_it(bucket) -> None:  # type: ignore[no-untyped-def]
+    import base64
+    import hashlib
+
+    store = S3Store("lake-bucket", prefix="lake", client=bucket)
+    data = b"a segment's bytes" * 100
+    store.put("tenants/t/seg", data, if_absent=True)
+    head = bucket.head_object(
+        Bucket="lake-bucket", Key="lake/tenants/t/seg", ChecksumMode="ENABLED"
+    )
+    assert head["ChecksumSHA256"] == base64.b64encode(hashlib.sha256(data).digest()).decode()
+    assert store.get("tenants/t/seg") == data  # a whole get asks for the check too
+
+
+def test_s3_refuses_a_body_that_does_not_match_what_the_store_sent() -> None:
+    import boto3
+
+    client = boto3.client("s3", region_name="us-east-1")
+    store = S3Store("lake-bucket", client=client)
+    with Stubber(client) as stub:  # what S3 answers to a body cut or altered on the way
+        stub.add_client_error("put_object", service_error_code="BadDigest", http_status_code=400)
+        with pytest.raises(StorageError, match="BadDigest"):
+            store.put("k", b"x", if_absent=True)
