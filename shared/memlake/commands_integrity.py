@@ -43,6 +43,9 @@ def run_check(args: argparse.Namespace) -> int:
 
     store = make_store(settings_for(args))
     tenants = [args.tenant] if args.tenant else discover_tenants(store)
+    if not tenants:
+        print("no tenants in this lake: nothing to check")
+        return 0
     reports = [check_tenant(store, t) for t in tenants]
     for report in reports:
         if report.newest_version == 0:

@@ -250,3 +250,23 @@ def test_maintenance_skips_a_damaged_tenant_with_one_line(
     lines = [r for r in caplog.records if "until repaired" in r.getMessage()]
     assert len(lines) == 1 and lines[0].exc_info is None
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_the_shard_cache_remembers_a_bounded_number_of_checksums(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from memlake.search.index import cache as shard_cache
+
+    lake, ctx = make(tmp_path, HashEmbedder())
+    put(lake, "one note")
+    info = SearchState.from_extra(lake.snapshot(T).extra).shards[0]  # type: ignore[union-attr]
+    shards = ctx.services.search.shards
+    shards.expect(
+        [replace(info, key=f"{info.key}-{n}") for n in range(3 * shard_cache.DIGESTS_KEPT)]
+    )
+    assert len(shards._digests) == shard_cache.DIGESTS_KEPT  # each commit makes a new tail key
+    shards.clear()
+    flip(tmp_path / info.key)
+    shards.expect([info])  # what every load path does first: the newest are always kept
+    with pytest.raises(CorruptObject, match="sha256"):
+        shards.load_many(lake.store, [info.key])

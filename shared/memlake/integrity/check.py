@@ -9,16 +9,14 @@ the tenant's current objects. Nothing is written.
 
 from __future__ import annotations
 
-import io
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-import pyarrow.parquet as pq
 
 from memlake.errors import CorruptObject, MemlakeError, NotFound
 from memlake.lake import keys, manifest_log
 from memlake.lake.checksums import digest
 from memlake.lake.manifest import Manifest
+from memlake.lake.segments import read_parquet
 from memlake.search.index.shard import Shard
 from memlake.search.index.state import SearchState
 from memlake.store.base import ObjectNotFound, ObjectStore
@@ -135,7 +133,7 @@ def inspect_object(
         return 0, problem, detail
     try:
         if kind == "segment":
-            pq.read_table(io.BytesIO(data))
+            read_parquet(data)
         else:
             Shard.from_bytes(data)
     except MemlakeError as e:

@@ -12,8 +12,9 @@ from memlake.lake.checksums import digest
 FORMAT = 1
 
 
-def _canonical(doc: dict[str, Any]) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+#: the last member of a stored manifest: the sha256 of the bytes before it (closed by "}")
+_SEAL = b',"sha256":"%s"}'
+_MEMBERS = {"format", "tenant", "version", "committed_at", "tables", "extra"}
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,9 @@ class Manifest:
         return replace(self, version=self.version + 1, committed_at=now, tables=tables, extra=extra)
 
     def to_bytes(self) -> bytes:
-        """The manifest as stored: canonical JSON carrying the sha256 of its own other fields,
-        so a truncated or altered manifest is found by its reader (from_bytes)."""
+        """The manifest as stored: canonical JSON, then the sha256 of those bytes as a last
+        member (`,"sha256":"<hex>"}`), so a reader checks the bytes as written, without
+        serialising the document a second time (from_bytes)."""
         doc = {
             "format": FORMAT,
             "tenant": self.tenant,
@@ -90,19 +92,24 @@ class Manifest:
             "tables": {t: [s.to_json() for s in segs] for t, segs in sorted(self.tables.items())},
             "extra": self.extra,
         }
-        doc["sha256"] = digest(_canonical(doc))
-        return _canonical(doc)
+        body = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        return body[:-1] + _SEAL % digest(body).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Manifest:
         """Raises ValueError (or KeyError, TypeError) for bytes that are not an intact manifest;
-        memlake.lake.manifest_log turns that into CorruptObject naming the key."""
-        doc = json.loads(data)
+        memlake.lake.manifest_log turns that into CorruptObject naming the key. A manifest
+        written before checksums has no seal and only its structure is checked."""
+        at = len(data) - len(_SEAL % (b"0" * 64))
+        sealed = at > 0 and data[at:].startswith(_SEAL[:11]) and data.endswith(b'"}')
+        body = data[:at] + b"}" if sealed else data
+        if sealed and digest(body) != data[at + 11 : at + 75].decode(errors="replace"):
+            raise ValueError("its sha256 does not match its content")
+        doc = json.loads(body)
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        recorded = doc.pop("sha256", None)
-        if recorded is not None and recorded != digest(_canonical(doc)):
-            raise ValueError("its sha256 does not match its content")
+        if set(doc) - _MEMBERS:  # e.g. a seal whose bytes were altered into another member
+            raise ValueError(f"unknown members {sorted(set(doc) - _MEMBERS)}")
         if doc.get("format") != FORMAT:
             raise ValueError(f"unsupported manifest format {doc.get('format')!r}")
         return cls(

@@ -25,6 +25,15 @@ from memlake.store.base import ObjectNotFound, ObjectStore
 MAX_DISTINCT_STAT = 32
 
 
+def read_parquet(data: bytes) -> pa.Table:
+    """A Parquet object's table, read on the calling thread. Not pq.read_table over a Python
+    file: that goes through the dataset API, whose pool threads may drop the last reference to
+    the Python file after the read returns; one that does so while the interpreter exits needs
+    the GIL it can no longer take, and the process aborts ("terminate called without an active
+    exception", apache/arrow#34314: seen here as `memlake repair` exiting -6 one run in ~20)."""
+    return pq.ParquetFile(pa.BufferReader(data)).read()
+
+
 def encode_table(table: pa.Table) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", use_dictionary=True, write_statistics=True)
@@ -116,7 +125,7 @@ class SegmentCache:
         except ObjectNotFound as e:
             raise checksums.damaged(key, "the manifest names it but it is missing") from e
         try:
-            parsed = pq.read_table(io.BytesIO(raw))
+            parsed = read_parquet(raw)
         except (pa.ArrowException, OSError, ValueError) as e:
             raise checksums.damaged(key, f"not readable Parquet ({e})") from e
         table = conform(parsed, schema)

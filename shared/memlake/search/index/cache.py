@@ -55,6 +55,8 @@ RANGE_SHARE = 0.25
 #: shards a search touched take at most PROMOTE_SHARE of the shard budget (a whole shard grows
 #: by its FAISS lists, up to a fifth of its vector bytes, as searches probe them)
 PROMOTE = True
+#: shard checksums remembered between `expect` and the loads it precedes
+DIGESTS_KEPT = 4096
 PROMOTE_SHARE = 0.7
 
 
@@ -87,8 +89,10 @@ class ShardCache:
         self._promoting: dict[str, Future[None]] = {}
         self._promoter: ThreadPoolExecutor | None = None
         self.last = LoadStats()
-        #: the sha256 the manifest records for each shard key seen (whole reads verify it)
-        self._digests: dict[str, str] = {}
+        #: the sha256 the manifest records for shard keys about to load (whole reads verify
+        #: it); every load path calls `expect` just before, so a bounded LRU is enough (each
+        #: write makes a new tail key: an unbounded map would grow with every commit)
+        self._digests: OrderedDict[str, str] = OrderedDict()
 
     @property
     def nbytes(self) -> int:
@@ -228,7 +232,12 @@ class ShardCache:
     def expect(self, infos: Sequence[ShardInfo]) -> None:
         """Remember the sha256 the manifest records for these shards: whole reads verify it."""
         with self._lock:
-            self._digests.update((i.key, i.sha256) for i in infos if i.sha256)
+            for info in infos:
+                if info.sha256:
+                    self._digests[info.key] = info.sha256
+                    self._digests.move_to_end(info.key)
+            while len(self._digests) > DIGESTS_KEPT:
+                self._digests.popitem(last=False)
 
     def promote(self, store: ObjectStore, infos: Sequence[ShardInfo]) -> None:
         """After a search over `infos`: fetch its ranged shards whole in the background when all
