@@ -21,10 +21,11 @@ from memlake.lake.schema import Catalog, TableSpec, catalog
 from memlake.lake.txn import Transaction
 from memlake.layers import tables as layers
 from memlake.search import indexing
-from memlake.search.index import chunks
+from memlake.search.index import backlog, chunks
 from memlake.search.searcher import Searcher
 from memlake.stored_rows import (
     AuditRow,
+    BacklogRow,
     ChunksRow,
     ConceptRow,
     EpisodeRow,
@@ -62,7 +63,10 @@ _LAYER_ROWS = {
 EPISODES_FEATURE = Feature("episodes", tables=(_checked(episodes.TABLE_SPEC, EpisodeRow),))
 SEARCH = Feature(
     "search",  # episode_chunks; every commit embeds its episodes and updates the index shards
-    tables=(_checked(chunks.CHUNKS_SPEC, ChunksRow),),
+    tables=(
+        _checked(chunks.CHUNKS_SPEC, ChunksRow),
+        _checked(backlog.BACKLOG_SPEC, BacklogRow),  # derived: not exported
+    ),
     on_episode_delete=(chunks.drop_chunks,),
     install=indexing.install,
 )

@@ -87,12 +87,15 @@ class MaintenanceReport(GcReport):
     rows_dropped: int = 0
     passages_embedded: int = 0
     passages_pending: int = 0
+    #: index shards rebuilt to take the vectors the pass embedded (memlake.search.catchup)
+    shards_caught_up: int = 0
     failed: list[str] = field(default_factory=list)
 
     def add(self, one: TenantReport) -> None:
         if one.embedded is not None:
             self.passages_embedded += one.embedded.passages
             self.passages_pending += one.embedded.left
+            self.shards_caught_up += one.embedded.indexed.shards
         if one.compaction is not None:
             self.compacted_tables += len(one.compaction.merged)
             self.rows_dropped += one.compaction.rows_dropped

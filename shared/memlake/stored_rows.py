@@ -155,6 +155,16 @@ class ChunksRow(StoredRow):
         return self
 
 
+class BacklogRow(StoredRow):
+    """An episode whose vectors the index does not hold in full yet (derived state: export
+    leaves the table out and import refuses it, memlake.search.index.backlog)."""
+
+    content_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    passages: int = Field(ge=1)
+    embedded: int = Field(ge=0)
+    indexed: int = Field(ge=0)
+
+
 class ThreadRow(StoredRow):
     title: Title | None = None
     context: Context | None = None

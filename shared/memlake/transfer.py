@@ -57,7 +57,10 @@ def export_tenant(
 
     Raises NotFound (before writing a byte) when the lake has no data for the tenant."""
     snap = tenant_snapshot(lake, tenant)
-    names = sorted(snap.manifest.tables, key=lambda n: (n != EPISODES, n))
+    derived = {name for name, spec in lake.tables.items() if spec.derived}
+    names = sorted(
+        (n for n in snap.manifest.tables if n not in derived), key=lambda n: (n != EPISODES, n)
+    )
     if not vectors:
         names = [n for n in names if n != CHUNKS_TABLE]
     tables = {name: snap.table(name).live_table() for name in names}
@@ -104,8 +107,8 @@ def _parse_line(raw: bytes, lineno: int, limits: _Limits) -> tuple[str, dict[str
     if not isinstance(item, dict) or set(item) != {"table", "row"}:
         raise InvalidArgument(f"{where} needs exactly the keys 'table' and 'row'", hint=hint)
     table, row = item["table"], item["row"]
-    if not isinstance(table, str) or table not in limits.tables:
-        known = ", ".join(sorted(limits.tables))
+    if not isinstance(table, str) or table not in limits.tables or limits.tables[table].derived:
+        known = ", ".join(sorted(n for n, spec in limits.tables.items() if not spec.derived))
         raise InvalidArgument(f"{where}: unknown table {str(table)[:60]!r}", hint=f"Known: {known}")
     if not isinstance(row, dict):
         raise InvalidArgument(f"{where}: row must be an object", hint=hint)

@@ -22,6 +22,7 @@ from moto import mock_aws
 from memlake.config import Settings
 from memlake.errors import ConfigurationError
 from memlake.mcp.server import build_app
+from memlake.search.index.backlog import pending_map
 from memlake.search.index.state import SearchState
 from memlake.services import Services
 from memlake.store.local import LocalStore
@@ -168,7 +169,7 @@ def test_a_store_moves_to_another_model_by_export_and_import(tmp_path: Path) -> 
         moved = Services.build(replace(settings, data_dir=new), LocalStore(new))
         state = SearchState.from_extra(moved.lake.snapshot("default").extra)
         assert state is not None and (state.model, state.dim) == ("openai:bag-of-words:48", 48)
-        assert not state.pending  # the long episode's passages all embedded
+        assert not pending_map(moved.lake.snapshot("default"))  # every passage embedded
         found = _tools(moved, "default")("search_episodes", query="where do the herons nest")
         assert found["episodes"][0]["content"] == NOTES[0]
         assert found["episodes"][0]["breakdown"]["vector_rank"] == 1

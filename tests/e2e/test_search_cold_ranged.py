@@ -27,6 +27,7 @@ from moto.server import ThreadedMotoServer
 from memlake.config import Settings
 from memlake.mcp.server import build_app
 from memlake.search.index import cache, ivf, layout
+from memlake.search.index.backlog import pending_map
 from memlake.search.index.state import SearchState
 from memlake.services import Services
 from memlake.store.base import ObjectStore
@@ -172,7 +173,7 @@ def _write(world: World) -> None:
         big = [s for s in state.shards if not s.tail]  # sealed, format 3 with an IVF, big
         assert len(big) == 1 and big[0].format == 4 and big[0].chunks >= ivf.IVF_MIN_ROWS
         assert big[0].bytes >= cache.LAZY_MIN_BYTES
-        assert big[0].dead == (world.ids[GONE],) and not state.pending  # all passages embedded
+        assert big[0].dead == (world.ids[GONE],) and not pending_map(snapshot)  # all embedded
         world.big = big[0].key
         whole = services.search.shards.cached(world.big)
         assert whole is not None and not whole.lazy and whole.ivf_index() is not None

@@ -21,10 +21,11 @@ import pytest
 
 from memlake.config import Settings
 from memlake.context import Principal
-from memlake.lake import Lake, Transaction
+from memlake.lake import Transaction
 from memlake.search import indexing
-from memlake.search.backfill import embed_pending, pending_map
+from memlake.search.backfill import embed_pending
 from memlake.search.hybrid import search
+from memlake.search.index.backlog import pending_map
 from memlake.search.index.passages import plan
 from memlake.store.local import LocalStore
 from memlake.tools.registry import get_tool
@@ -106,7 +107,7 @@ class Node:
         return {i for i, b in self.search(query).items() if b["bm25_rank"] is not None}
 
     def pending(self) -> dict[str, int]:
-        return pending_map(self.lake.snapshot(T).extra)
+        return pending_map(self.lake.snapshot(T))
 
     def chunks(self, episode_id: str) -> dict[str, Any] | None:
         return self.lake.snapshot(T).table(indexing.CHUNKS_TABLE).get(episode_id)
@@ -370,14 +371,14 @@ def test_an_episode_that_cannot_be_embedded_does_not_block_the_others(
     # GIVEN two long episodes pending, the older of which always fails to embed
     first = node.call("add_episode", content=long_content(tail="alpha tail"))["id"]
     second = node.call("add_episode", content=long_content(tail="beta tail"))["id"]
-    real = backfill._step
+    real = backfill._plan
 
-    def step(lake: Lake, svc: Any, tenant: str, snap: Any, episode_id: str, n: int) -> Any:
+    def planned(svc: Any, snap: Any, episode_id: str, n: int) -> Any:
         if episode_id == first:
             raise ValueError("a broken stored row")
-        return real(lake, svc, tenant, snap, episode_id, n)
+        return real(svc, snap, episode_id, n)
 
-    monkeypatch.setattr(backfill, "_step", step)
+    monkeypatch.setattr(backfill, "_plan", planned)
     # WHEN the pass runs
     embed_pending(node.lake, node.ctx.services.search, T, max_passages=10_000)
     # THEN the other one is done, and the broken one is still pending for a later run

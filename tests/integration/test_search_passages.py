@@ -22,6 +22,7 @@ from memlake.search.backfill import embed_pending
 from memlake.search.hybrid import search
 from memlake.search.index import layout
 from memlake.search.index import passages as passages_mod
+from memlake.search.index.backlog import pending_map
 from memlake.search.index.shard import FORMAT as SHARD_FORMAT
 from memlake.search.index.shard import Shard
 from memlake.search.index.state import EXTRA_KEY
@@ -93,7 +94,7 @@ def test_passages_pending_vectors_still_have_postings(tmp_path: Path, small_pass
     ctx = indexed_context(Principal(T), lake, settings, emb)
     content = long_episode("a zeppelin!", at=6)
     eid = put(lake, content)
-    assert state(lake).pending.get(eid, 0) > 0  # the fact's passage has no vector yet
+    assert pending_map(lake.snapshot(T)).get(eid, 0) > 0  # the fact's passage has no vector yet
     (hit,) = hits(ctx, "zeppelin", params=SearchParams(weights={"vector": 0.0}))
     assert hit.id == eid and "zeppelin" in content[hit.passage[0] : hit.passage[1]]
 

@@ -89,7 +89,8 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 
 def test_every_table_has_a_row_model_and_the_export_covers_them(export_file: Path) -> None:
     assert [name for name, spec in CATALOG.items() if spec.row_model is None] == []
-    assert {line["table"] for line in lines_of(export_file)} == set(CATALOG)
+    exported = {name for name, spec in CATALOG.items() if not spec.derived}
+    assert {line["table"] for line in lines_of(export_file)} == exported
 
 
 # (table, how to break its first row, what the error names)

@@ -31,6 +31,9 @@ class TableSpec:
     #: the pydantic model `memlake import` checks each row by (memlake.stored_rows); a table
     #: without one cannot be imported
     row_model: type[Any] | None = None
+    #: derived state the server rebuilds from other tables (the search's vector backlog):
+    #: export leaves it out and import refuses it
+    derived: bool = False
 
     def schema(self, dim: int = DEFAULT_DIM) -> pa.Schema:
         return self.schema_for_dim(dim)

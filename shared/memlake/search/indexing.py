@@ -16,9 +16,11 @@ memlake.services builds), sharing the lake's Searcher (memlake.search.searcher) 
   is updated and the touched shard rebuilt from stored term frequencies and vectors (see
   memlake.search.index.layout), its object written under tenants/<t>/search/ and named by the
   manifest, so an episode is searchable as soon as its commit is (BM25 over all its content,
-  vectors over the passages embedded so far). The layout's `pending` map counts the passages
-  still to embed per episode. A chunks row staged without its episode row (the deferred pass,
-  or an import) re-indexes that episode in the shard that holds it.
+  vectors over the passages embedded so far). The prepare hook also stages the episode's
+  `vector_backlog` row (memlake.search.index.backlog) while some passage is not indexed. A
+  chunks row staged without its episode row re-indexes that episode in the shard that holds it
+  (an import), unless its backlog row says the index keeps fewer of its vectors (the deferred
+  pass: memlake.search.catchup adds them in batches, decision 2503).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
 from memlake.lake.engine import CommitContext
-from memlake.search.index import layout
+from memlake.search.index import backlog, layout
+from memlake.search.index.backlog import Backlog
 from memlake.search.index.chunks import CHUNKS_TABLE, drop_chunks
 from memlake.search.index.passages import Embedded, embed_passages, plan
 from memlake.search.index.shard import Doc
@@ -49,11 +52,10 @@ def _us(value: Any) -> int | None:
     return int(value)
 
 
-def _set_pending(pending: dict[str, int], episode_id: str, count: int) -> None:
-    if count > 0:
-        pending[episode_id] = count
-    else:
-        pending.pop(episode_id, None)
+def _deferred(entry: Backlog | None, chunks: dict[str, Any]) -> bool:
+    """True when a chunks row staged alone is the deferred pass's: its backlog entry says the
+    index keeps fewer of its vectors (memlake.search.catchup adds them in batches)."""
+    return entry is not None and entry.indexed < len(chunks.get("vectors") or ())
 
 
 class Indexer:
@@ -70,24 +72,32 @@ class Indexer:
 
     def prepare(self, snap: Snapshot, txn: Transaction) -> None:
         staged = list(txn.staged_rows(TABLE))
-        if not staged:
+        staged_chunks = dict(txn.staged_rows(CHUNKS_TABLE))
+        if not staged and not staged_chunks:
             return
         self._check(snap)
-        staged_chunks = dict(txn.staged_rows(CHUNKS_TABLE))
         budget = self.searcher.settings.embed_sync_passages  # for this attempt, over all it stages
+        entries = backlog.staged_entries(txn)
         for episode_id, row in staged:
             if row is None:
                 if episode_id not in staged_chunks:
                     drop_chunks(txn, episode_id)
+                backlog.record(txn, episode_id, None)
                 continue
             h = self.searcher.content_hash(row)
             have = staged_chunks.get(episode_id)
             if have is not None and have.get("content_hash") == h:
+                if episode_id not in entries:  # an import: the doc is built from these vectors
+                    given = Embedded.from_row(have, self.searcher.embedder.dim)
+                    backlog.record(txn, episode_id, Backlog.of(episode_id, given))
                 continue
             old = self._stored(snap, episode_id)
             if old is not None and old.content_hash == h:
                 self.searcher.embedded.remember(old)
-                continue  # the text did not change: the stored vectors still hold
+                # the text did not change: the stored vectors still hold, and the new doc
+                # (in the tail) is built from all of them
+                backlog.record(txn, episode_id, Backlog.of(episode_id, old))
+                continue
             emb = self.searcher.embedded.get(h)
             if emb is None:  # not embedded ahead (a retry in another process, an import)
                 passages = plan(row, self.searcher.embedder)
@@ -96,6 +106,16 @@ class Indexer:
                 )
                 budget -= min(budget, len(passages))
             txn.put(CHUNKS_TABLE, emb.row(episode_id, self.searcher.embedder.name))
+            backlog.record(txn, episode_id, Backlog.of(episode_id, emb))
+        rows = dict(staged)
+        for episode_id, chunks in staged_chunks.items():
+            # a chunks row alone: the deferred pass stages its entry itself; an import's is
+            # indexed by the commit hook in full (_reindexed)
+            if episode_id in rows or episode_id in entries or chunks is None:
+                continue
+            if chunks.get("model") == self.searcher.embedder.name:
+                given = Embedded.from_row(chunks, self.searcher.embedder.dim)
+                backlog.record(txn, episode_id, Backlog.of(episode_id, given))
 
     def _stored(self, snap: Snapshot, episode_id: str) -> Embedded | None:
         """The vectors stored for an existing episode (None for a new one, without reading the
@@ -129,9 +149,7 @@ class Indexer:
             return old
         return self.searcher.embed_row(row, h)
 
-    def _reindexed(
-        self, ctx: CommitContext, episode_id: str, chunks: dict[str, Any]
-    ) -> tuple[Doc, int] | None:
+    def _reindexed(self, ctx: CommitContext, episode_id: str, chunks: dict[str, Any]) -> Doc | None:
         """The doc of a live episode whose chunks row alone is staged, in the commit that
         holds its row, with the staged vectors (None when they are not of its current text)."""
         loc = ctx.snapshot.table(TABLE).locate(episode_id)
@@ -141,16 +159,19 @@ class Indexer:
         if chunks.get("content_hash") != self.searcher.content_hash(row):
             return None
         emb = Embedded.from_row(chunks, self.searcher.embedder.dim)
-        return episode_doc(episode_id, row, loc.seq, emb), emb.pending
+        return episode_doc(episode_id, row, loc.seq, emb)
 
     def on_commit(self, ctx: CommitContext) -> None:
         staged = list(ctx.txn.staged_rows(TABLE))
         staged_chunks = {k: v for k, v in ctx.txn.staged_rows(CHUNKS_TABLE) if v is not None}
         ids = {episode_id for episode_id, _ in staged}
+        entries = backlog.staged_entries(ctx.txn)
         redo = [
             hit
             for episode_id, chunks in staged_chunks.items()
-            if episode_id not in ids and (hit := self._reindexed(ctx, episode_id, chunks))
+            if episode_id not in ids
+            and not _deferred(entries.get(episode_id), chunks)
+            and (hit := self._reindexed(ctx, episode_id, chunks))
         ]
         if not staged and not redo:
             return
@@ -164,15 +185,11 @@ class Indexer:
             if loc is not None and loc.is_live:
                 old[episode_id] = loc.seq
         state = state.mark_dead(old)
-        pending = dict(state.pending)
         docs = []
         for episode_id, row in staged:
-            if row is None:
-                pending.pop(episode_id, None)
-                continue
-            emb = self._embedded_for(ctx, episode_id, row, staged_chunks)
-            docs.append(episode_doc(episode_id, row, ctx.version, emb))
-            _set_pending(pending, episode_id, emb.pending)
+            if row is not None:
+                emb = self._embedded_for(ctx, episode_id, row, staged_chunks)
+                docs.append(episode_doc(episode_id, row, ctx.version, emb))
         writer = layout.Layout(
             self.searcher.shards,
             ctx.lake.store,
@@ -183,9 +200,11 @@ class Indexer:
         )
         state = writer.apply(state, docs)
         if redo:
-            state = writer.reindex(state, [doc for doc, _ in redo])
-            for doc, count in redo:
-                _set_pending(pending, doc.id, count)
+            state = writer.reindex(state, redo)
+        # a state written before the backlog table keeps its map for the episodes this commit
+        # does not touch (their entries are in the table now)
+        touched = ids | {doc.id for doc in redo}
+        pending = {k: v for k, v in state.pending.items() if k not in touched}
         ctx.txn.extra[EXTRA_KEY] = replace(state, pending=pending).to_json()
 
     def stored_rows(self, snap: Snapshot, ids: list[str]) -> Rows:

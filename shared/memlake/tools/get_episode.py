@@ -16,7 +16,7 @@ from memlake.episodes import (
 from memlake.layers.links import linked_concepts, links_of_episode
 from memlake.layers.models import LinkedConcept
 from memlake.models import EpisodeId, Input
-from memlake.search.index.state import pending_vectors
+from memlake.search.index.backlog import vectors_pending
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -41,7 +41,7 @@ def run(ctx: ToolContext, args: GetEpisodeInput) -> GetEpisodeOutput:
     if row is None:
         raise not_found(args.id)
     concept_ids = [lk["concept_id"] for lk in links_of_episode(snap, args.id)]
-    pending = pending_vectors(snap.extra, args.id)
+    pending = vectors_pending(snap, args.id)
     out = view_or_skip(
         row,
         lambda r: GetEpisodeOutput(

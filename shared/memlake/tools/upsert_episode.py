@@ -101,7 +101,7 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
     given = _given(args)
     at = now()
     # search: embed new text before the commit lock (loaded here, not at tools/list)
-    from memlake.search.index.state import pending_vectors
+    from memlake.search.index.backlog import vectors_pending
     from memlake.search.index.text import vector_texts
     from memlake.search.indexing import embed_ahead
 
@@ -125,7 +125,7 @@ def run(ctx: ToolContext, args: UpsertEpisodeInput) -> UpsertEpisodeOutput:
             concept_ids=concept_ids,
             created=created,
             version=version,
-            vectors_pending=pending_vectors(txn.snapshot.extra, episode_id)
+            vectors_pending=vectors_pending(txn.snapshot, episode_id, rewritten=True)
             if pending is None
             else pending,
         )

@@ -13,10 +13,12 @@ FANOUT sealed shards of one tier sit at the end, they merge into one shard of th
 DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Every rebuild reuses
 stored term frequencies and vectors (nothing is re-embedded).
 
-`pending` names the episodes whose later passages are not embedded yet (docs/decisions/1041);
-when the deferred pass commits more of them, the shard holding the episode is rebuilt in place
-(Layout.reindex). A shard of an older object format (`format`, absent: 1) is rebuilt in the
-current one when a write touches it, one sealed shard per write, and by maintenance
+Episodes whose later passages are not embedded yet (docs/decisions/1041) are listed in the
+`vector_backlog` table; the vectors the deferred pass adds join the shard holding the episode
+in place (Layout.rebuild), in batches (memlake.search.catchup, decision 2503).
+
+A shard of an older object format (`format`, absent: 1) is rebuilt in the current one when a
+write touches it, one sealed shard per write, and by maintenance
 (memlake.search.backfill.upgrade_shards): re-tokenised from the stored rows, never re-embedded.
 """
 
@@ -189,8 +191,10 @@ class Layout:
                 by_shard.setdefault(pos, []).append(doc)
         shards = list(state.shards)
         for pos, group in by_shard.items():
-            info = shards[pos]
-            shards[pos] = self._write(
-                [info], group, tail=info.tail, drop=tuple(d.id for d in group)
-            )
+            shards[pos] = self.rebuild(shards[pos], group)
         return replace(state, shards=tuple(shards))
+
+    def rebuild(self, info: ShardInfo, docs: list[Doc]) -> ShardInfo:
+        """One shard rewritten with these versions of some of its docs in place of the ones it
+        holds (its dead docs dropped); the caller swaps it into the state."""
+        return self._write([info], docs, tail=info.tail, drop=tuple(d.id for d in docs))

@@ -7,8 +7,11 @@ The state lives in Manifest.extra["search"] and commits atomically with the epis
                  "seq": [first, last], "time": [min start us, max end us],
                  "contexts": [...] or null (too many), "none": true (some docs have no context),
                  "dead": [episode ids deleted or superseded since the shard was built],
-                 "tier": 0, "tail": true, "format": 2}, ...],
-     "pending": {"<episode id>": passages not embedded yet, ...}}
+                 "tier": 0, "tail": true, "format": 2}, ...]}
+
+States written before the `vector_backlog` table (memlake.search.index.backlog, decision 2503)
+also carry `"pending": {"<episode id>": passages not embedded yet}`; it is read, and the
+deferred pass moves it into the table.
 
 The shard layout that writes this state (tiers, merges, purges) is memlake.search.index.layout;
 searches read it to pick the shards that may match (ShardInfo.may_match).
@@ -98,7 +101,7 @@ class SearchState:
     model: str
     dim: int
     shards: tuple[ShardInfo, ...] = field(default=())
-    #: episode id -> passages not embedded yet (absent when all are)
+    #: the legacy map: episode id -> passages not embedded yet (decision 2503)
     pending: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -151,9 +154,3 @@ class SearchState:
             if pos is not None and episode_id not in shards[pos].dead:
                 shards[pos] = replace(shards[pos], dead=shards[pos].dead + (episode_id,))
         return replace(self, shards=tuple(shards))
-
-
-def pending_vectors(extra: dict[str, Any], episode_id: str) -> int:
-    """Passages of an episode not embedded yet, from a manifest's extra (0 when none)."""
-    doc = extra.get(EXTRA_KEY) or {}
-    return int((doc.get("pending") or {}).get(episode_id, 0))
