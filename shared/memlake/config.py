@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -118,6 +119,8 @@ class Settings:
     toolsets: tuple[str, ...] = ("all",)
     #: the CLI's logging level (a name like INFO or a number); the Lambda doors use Powertools'
     log_level: str = "WARNING"
+    #: the search's per-shard kernels: "auto", "numba" or "numpy" (`kernel_settings`, 2502)
+    kernels: str = "auto"
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -196,6 +199,7 @@ class Settings:
             http_backlog=_int("MEMLAKE_HTTP_BACKLOG", 1024, low=1),
             toolsets=parse_toolsets(os.environ.get("MEMLAKE_TOOLSETS", "")),
             log_level=os.environ.get("MEMLAKE_LOG_LEVEL", "WARNING"),
+            kernels=kernel_settings().mode,
         )
 
 
@@ -243,6 +247,45 @@ def tracing_enabled() -> bool:
     if disabled in ("1", "true", "yes", "on"):
         return False
     return bool(os.environ.get("AWS_XRAY_DAEMON_ADDRESS"))
+
+
+KERNEL_MODES = ("auto", "numba", "numpy")
+
+
+@dataclass(frozen=True)
+class KernelSettings:
+    """How the search's per-shard kernels load (memlake.search.index.kernels, decision 2502)."""
+
+    #: MEMLAKE_KERNELS: "auto" (numba when its kernels are cached, else numpy), "numba"
+    #: (compile what the cache lacks), "numpy" (never import numba)
+    mode: str = "auto"
+    #: MEMLAKE_KERNEL_CACHE_DIR: where numba keeps the compiled kernels (writable)
+    cache_dir: str = ""
+    #: MEMLAKE_KERNEL_CACHE_SEED: a cache built ahead (read-only, an image's), copied into
+    #: cache_dir when that lacks it; in a Lambda function LAMBDA_TASK_ROOT/kernel-cache
+    cache_seed: str = ""
+    #: NUMBA_CPU_NAME, else "generic": what the code is compiled for and the cache keyed by
+    cpu_name: str = "generic"
+
+
+def kernel_settings() -> KernelSettings:
+    """The kernel settings, read live (tests switch them; the kernels load once a process)."""
+    mode = _text("MEMLAKE_KERNELS").lower() or "auto"
+    if mode not in KERNEL_MODES:
+        raise ConfigurationError(
+            f"MEMLAKE_KERNELS must be one of {', '.join(KERNEL_MODES)}, got {mode[:40]!r}"
+        )
+    cache_dir = _text("MEMLAKE_KERNEL_CACHE_DIR")
+    if not cache_dir and in_lambda():
+        cache_dir = "/tmp/memlake-kernels"  # the only writable place
+    elif not cache_dir:  # beside the model cache: ~/.cache/memlake (or XDG_CACHE_HOME's)
+        models = default_model_cache(_text)
+        cache_dir = str(models.parent / "kernels" if models.name == "models" else "")
+        cache_dir = cache_dir or str(Path(tempfile.gettempdir()) / "memlake-kernels")
+    seed = _text("MEMLAKE_KERNEL_CACHE_SEED")
+    if not seed and in_lambda() and _text("LAMBDA_TASK_ROOT"):
+        seed = str(Path(_text("LAMBDA_TASK_ROOT")) / "kernel-cache")
+    return KernelSettings(mode, cache_dir, seed, _text("NUMBA_CPU_NAME") or "generic")
 
 
 @lru_cache(maxsize=1)

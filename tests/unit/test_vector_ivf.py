@@ -332,13 +332,13 @@ def test_the_cutoff_rescores_only_candidates_from_it(
     shard: Shard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rescored: list[int] = []
-    real = vector_scan.rescored
+    real = vector_scan.exact_scores
 
     def counting(rows: Any, *args: Any) -> Any:
         rescored.append(len(rows))
         return real(rows, *args)
 
-    monkeypatch.setattr(vector_scan, "rescored", counting)
+    monkeypatch.setattr(vector_scan, "exact_scores", counting)
     q = _queries(shard, 1)[0]
     cands, top = _two_step(shard, q, None, 10, -np.inf)
     assert cands.kind == "codes" and rescored == [len(cands.rows)]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlake.errors import CorruptObject
-from memlake.search.index import ivf_codes, vector_scan
+from memlake.search.index import ivf_codes, kernels, vector_scan
 from memlake.search.index.arrays import F32, I64
 
 if TYPE_CHECKING:
@@ -135,18 +135,16 @@ def plan_probes(
     budget = PLAN_PER_SHARD * len(ivfs) if budget is None else budget
     least = PLAN_LEAST if least is None else least
     most = PLAN_MOST if most is None else most
-    scores = [index.centroids @ q[0] for index in ivfs]
-    every = np.concatenate(scores)
-    cut = -np.inf if budget > 0 else np.inf
-    if 0 < budget < len(every):
-        cut = every[np.argpartition(-every, budget - 1)[budget - 1]]  # the budget-th best
-    take = [int((s >= cut).sum()) for s in scores]
-    out = []
-    for s, n in zip(scores, take, strict=True):
-        n = min(len(s), max(least, min(most, n)))
-        best = np.argpartition(-s, n - 1)[:n] if 0 < n < len(s) else np.arange(n)
-        best = best[np.argsort(-s[best], kind="stable")]
-        out.append(Probes(best.astype(np.int64)[None], s[best].astype(np.float32)[None]))
+    scores = [index.centroids @ q[0] for index in ivfs]  # BLAS, without the GIL
+    every = np.concatenate(scores) if scores else np.zeros(0, np.float32)
+    starts = np.zeros(len(scores) + 1, np.int64)
+    np.cumsum([len(s) for s in scores], out=starts[1:])
+    lists, counts = kernels.active().plan_lists(every, starts, budget, least, most)
+    out, at = [], 0
+    for s, n in zip(scores, counts.tolist(), strict=True):
+        best = lists[at : at + n]
+        at += n
+        out.append(Probes(best[None], s[best].astype(np.float32)[None]))
     return out
 
 

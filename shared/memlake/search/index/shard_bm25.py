@@ -8,13 +8,12 @@ numbers); idf comes from the query (every searched shard's document frequencies)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import cache
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from memlake.search.index.arrays import F32, I32, I64
+from memlake.search.index.kernels import numpy_twins
 from memlake.search.index.shard_source import Postings, RangedSource
 
 
@@ -67,6 +66,27 @@ class Bm25Postings:
             None if t < 0 else (docs[ptr[t] : ptr[t + 1]], sat[ptr[t] : ptr[t + 1]]) for t in ids
         ]
 
+    def posting_runs(
+        self, ids: Sequence[int], kind: str, read: dict[str, Postings] | None = None
+    ) -> Runs:
+        """The postings of these term ids as runs (`Runs`; kind "" episodes, "p_" passages):
+        a whole shard's are its own arrays with each term's bounds (nothing copied), a ranged
+        shard's (or those read ahead: `read`) are joined in term order."""
+        if read is not None:
+            return runs_of(read[kind])
+        if self._source is not None:
+            return runs_of(self._source.postings(ids, kind))
+        ptr, docs, sat = (
+            (self.p_indptr, self.p_indices, self.p_tfc)
+            if kind
+            else (self.indptr, self.indices, self.tfc)
+        )
+        at = np.asarray(ids, np.int64)
+        seen = at >= 0
+        lo = np.where(seen, ptr[np.where(seen, at, 0)], 0)
+        hi = np.where(seen, ptr[np.where(seen, at + 1, 0)], 0)
+        return docs, sat, lo.astype(np.int64), hi.astype(np.int64)
+
     def bm25(
         self, ids: Sequence[int], idf: Sequence[float], read: dict[str, Postings] | None = None
     ) -> F32:
@@ -105,45 +125,35 @@ class Bm25Postings:
 
     def best_passages(self, docs: I64, scores: F32) -> I64:
         """The best passage of each of `docs` by passage `scores` (-1: none scored > 0); the
-        first of equals. Vectorised over the docs' passage runs (no loop per doc)."""
-        out = np.full(len(docs), -1, np.int64)
-        if not len(scores) or not len(docs):
-            return out
-        lo = self.p_first[docs]
-        counts = self.p_first[docs + 1] - lo  # >= 1: every doc has a passage
-        starts = np.zeros(len(docs), np.int64)
-        np.cumsum(counts[:-1], out=starts[1:])
-        rows = np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))
-        vals = scores[rows]
-        best = np.maximum.reduceat(vals, starts)
-        at_best = np.flatnonzero(vals == np.repeat(best, counts))
-        run = np.repeat(np.arange(len(docs)), counts)[at_best]
-        first = at_best[np.r_[True, run[1:] != run[:-1]]]  # the first best row of each run
-        return np.where(best > 0, rows[first], out)
+        first of equals (numpy_twins.best_passages)."""
+        return numpy_twins.best_passages(self.p_first, docs, scores)
 
 
-@cache
-def _csc_matvec() -> Callable[..., None]:
-    """scipy's CSC matrix-vector kernel, y[indices[i]] += data[i] * x[column], a C++ loop run
-    with the GIL released: 3-4x faster than np.add.at, which holds the GIL, on a big shard's
-    postings (decision 1317). Imported at the first BM25 (~140 ms of scipy.sparse), not with
-    the handlers: a cold Lambda that only lists tools never pays it."""
-    from scipy.sparse._sparsetools import csc_matvec
+#: one kind's postings of a query's terms as runs: (docs, saturated tf, each term's first
+#: entry, its end); a term the shard has not seen is an empty run
+Runs = tuple[I32, F32, I64, I64]
+NO_RUNS: Runs = (
+    np.zeros(0, np.int32),
+    np.zeros(0, np.float32),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+)
 
-    kernel: Callable[..., None] = csc_matvec
-    return kernel
+
+def runs_of(postings: Postings) -> Runs:
+    """Postings read per term (a ranged shard's, or read ahead) as one run each."""
+    sizes = np.array([0 if got is None else len(got[0]) for got in postings], np.int64)
+    hi = np.cumsum(sizes)
+    parts = [got for got in postings if got is not None]
+    if not parts:
+        return NO_RUNS[0], NO_RUNS[1], hi - sizes, hi
+    docs = np.concatenate([got[0] for got in parts]).astype(np.int32, copy=False)
+    sat = np.concatenate([got[1] for got in parts]).astype(np.float32, copy=False)
+    return docs, sat, hi - sizes, hi
 
 
 def _accumulate(n: int, postings: Postings, idf: Sequence[float]) -> F32:
     """scores[d] = sum over the query terms of idf * saturated tf of d; float32 in the order
     of the terms, so exactly what np.add.at(scores, docs, idf * sat) adds up."""
-    scores = np.zeros(n, dtype=np.float32)
-    matvec = _csc_matvec()
-    weight = np.zeros(1, dtype=np.float32)
-    column: Any = np.zeros(2, dtype=np.int32)  # one term's postings: a one-column matrix
-    for got, w in zip(postings, idf, strict=True):
-        if got is not None:
-            docs, sat = got
-            weight[0], column[1] = w, len(docs)
-            matvec(n, 1, column, docs, sat, weight, scores)
-    return scores
+    docs, sat, lo, hi = runs_of(postings)
+    return numpy_twins.accumulate(n, docs, sat, lo, hi, np.asarray(idf, np.float32))

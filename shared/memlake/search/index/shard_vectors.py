@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from memlake.search.index import ivf, vector_scan
+from memlake.search.index import ivf, kernels, vector_scan
 from memlake.search.index.arrays import F32, I32, I64
 
 if TYPE_CHECKING:
@@ -113,10 +113,10 @@ class ShardVectors:
         shard's own search (`vector_top`) is right."""
         take = c.scores >= cutoff if c.kind == "codes" else np.ones(len(c.rows), bool)
         if c.kind == "exact":
-            rows, scores = c.rows, c.scores
+            top = self._top_docs(c.rows, c.scores, len(c.rows), k)
         else:
-            rows, scores = vector_scan.rescored(c.rows[take], self.vectors, c.q, c.want)
-        top = self._docs_of(rows, scores, k)
+            rows = c.rows[take]
+            top = self._top_docs(rows, vector_scan.exact_scores(rows, self.vectors, c.q), c.want, k)
         if len(top[0]) < k and c.want < c.allowed and take.all():
             return None
         return top
@@ -133,7 +133,7 @@ class ShardVectors:
         want = self._want(k, allowed)
         while True:
             rows, scores = self._nearest(q, want, allowed, params, rows_mask, probes)
-            top = self._docs_of(rows, scores, k)
+            top = self._top_docs(rows, scores, len(rows), k)
             if len(top[0]) >= k or want >= allowed:
                 del keep
                 return top
@@ -157,17 +157,11 @@ class ShardVectors:
         _, idx = index.search(q, depth, params=params)
         return vector_scan.rescored(idx[0][idx[0] >= 0], self.vectors, q, want)
 
-    def _docs_of(self, rows: I64, scores: F32, k: int) -> DocTop:
-        """The k best docs of rows sorted best first: each doc's best and second-best score
-        among these rows (0: none) and its best row's passage."""
-        docs = self.chunk_doc[rows].astype(np.int64)
-        _, first = np.unique(docs, return_index=True)
-        first.sort()  # first (best) row of each doc, in score order
-        top = first[:k]
-        rest = np.ones(len(docs), bool)
-        rest[first] = False  # the later rows: the first of each doc is its second best
-        _, nxt = np.unique(docs[rest], return_index=True)
-        second = np.zeros(self.n, np.float32)
-        second[docs[rest][nxt]] = scores[rest][nxt]
-        passage = self.chunk_passage[rows[top]].astype(np.int64)
-        return docs[top], scores[top], second[docs[top]], passage
+    def _top_docs(self, rows: I64, scores: F32, want: int, k: int) -> DocTop:
+        """The k best docs of the `want` best candidate rows (exact `scores`): each doc's best
+        and second-best score among those rows (0: none) and its best row's passage
+        (kernels.top_docs: compiled and without the GIL where numba is, decision 2502)."""
+        top: DocTop = kernels.active().top_docs(
+            np.asarray(rows, np.int64), scores, want, self.chunk_doc, self.chunk_passage, self.n, k
+        )
+        return top

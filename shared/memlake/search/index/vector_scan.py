@@ -25,15 +25,20 @@ def row_filter(rows_mask: Any) -> tuple[Any, Any]:
     return params, (bits, sel)
 
 
+def exact_scores(rows: Any, vectors: Any, q: F32) -> F32:
+    """The exact inner products of candidate `rows` of `vectors` with `q` (1 x dim): the rows
+    gathered (read by ranges from a ranged shard) and one BLAS product, without the GIL."""
+    exact: F32 = np.asarray(vectors[rows] @ q[0], np.float32)
+    return exact
+
+
 def rescored(rows: Any, vectors: F32, q: F32, want: int) -> tuple[I64, F32]:
     """The `want` best of candidate `rows` by exact inner product with `q` (1 x dim), best
-    first: (rows, exact scores)."""
-    exact = vectors[rows] @ q[0]
-    if len(rows) > want:
-        part = np.argpartition(-exact, want - 1)[:want]
-        rows, exact = rows[part], exact[part]
-    order = np.argsort(-exact, kind="stable")
-    return np.asarray(rows, np.int64)[order], exact[order].astype(np.float32)
+    first, equal scores in the candidates' order (as kernels.top_docs takes them): (rows,
+    exact scores)."""
+    exact = exact_scores(rows, vectors, q)
+    order = np.argsort(-exact, kind="stable")[:want]
+    return np.asarray(rows, np.int64)[order], exact[order]
 
 
 def flat_index(vectors: F32, dim: int, sq8: bool) -> faiss.Index:

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlake.search.index import kernels
+from memlake.search.index.kernels.numpy_twins import AGG
 from memlake.search.index.shard import Shard
+from memlake.search.index.shard_bm25 import NO_RUNS
 from memlake.search.index.shard_source import Postings
 from memlake.search.index.state import ShardInfo
-from memlake.search.query.fusion import bm25_share
 
 if TYPE_CHECKING:
     from memlake.search.query.params import SearchParams
@@ -53,14 +55,6 @@ def mask_of(
     if allowed is not None:
         mask &= np.isin(shard.ids, allowed)
     return None if mask.all() else mask
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best positive scores, best first."""
-    pos = np.flatnonzero(scores > 0)
-    if len(pos) > k:
-        pos = pos[np.argpartition(-scores[pos], k - 1)[:k]]
-    return pos[np.argsort(-scores[pos], kind="stable")]
 
 
 #: the best passage of each doc at the given positions of a part's docs (-1: none)
@@ -121,26 +115,32 @@ def bm25_shard(
 ) -> tuple[np.ndarray, np.ndarray, PassagesOf, np.ndarray]:
     """The k best docs by normalised BM25 among `mask`: (docs, scores, their best passages
     when asked, the best passage's normalised score). `read`: the postings of `tids`
-    (Shard.read_postings), read here when None."""
-    episode = shard.bm25(tids, idf, read)
-    agg = params.bm25_agg
-    best, second, passages = shard.bm25_passages(tids, idf, agg == "top2", read)
-    if not shard.has_passages:  # format 1: the episode stands for its passages
-        best = episode
-    if agg == "episode":
-        score = episode
-    elif agg == "max":
-        score = best
-    elif agg == "top2":
-        score = best + np.float32(params.agg_decay) * second
-    else:
-        score = np.float32(params.mix) * episode + np.float32(1 - params.mix) * best
-    score = bm25_share(score, total)
-    if mask is not None:
-        score *= mask  # bm25s weight_mask semantics: filtered docs score 0
-    top = top_k(score, k)
+    (Shard.read_postings), read here when None. One kernel call does the shard's whole BM25
+    (kernels.bm25_top: compiled and without the GIL where numba is, decision 2502)."""
+    run = kernels.active()
+    passages = shard.has_passages and shard.n > 0
+    p_runs = shard.posting_runs(tids, "p_", read) if passages else NO_RUNS
+    p_first = shard.p_first if shard.has_passages else NO_RUNS[2]
+    top, scores, best, passage_scores = run.bm25_top(
+        shard.n,
+        *shard.posting_runs(tids, "", read),
+        *p_runs,
+        np.asarray(idf, np.float32),
+        p_first,
+        AGG[params.bm25_agg],
+        float(params.mix),
+        float(params.agg_decay),
+        float(total),
+        NO_MASK if mask is None else mask,
+        mask is not None,
+        k,
+    )
 
     def which(at: np.ndarray) -> np.ndarray:
-        return shard.best_passages(top[at], passages)
+        return run.best_passages(p_first, top[at], passage_scores)  # type: ignore[no-any-return]
 
-    return top, score[top], which, bm25_share(best[top], total)
+    return top, scores, which, best
+
+
+#: bm25_top's mask when there is none
+NO_MASK = np.zeros(0, bool)

@@ -1,0 +1,205 @@
+"""The per-shard hot loops in plain numpy: the fallback of memlake.search.index.kernels and the
+reference its compiled twins (numba_kernels) are tested against.
+
+Each function takes and returns arrays only, with the argument order and types of its twin;
+ties are broken the same way in both (lower position first), so both give the same ids in the
+same order, and the same float32 operations in the same order give the same scores.
+
+- `bm25_top`: a shard's BM25 for one query: episode and passage postings accumulated (scipy's
+  csc_matvec, decision 1317), each doc's best (and second) passage, the aggregate (episode,
+  max, top2 or mix), the share of the query's total idf, the filter mask, the k best docs;
+- `best_passages`: the best passage of some docs by passage scores;
+- `top_docs`: re-scored candidate rows grouped into their docs (best and second cosine, the
+  best row's passage), the k best;
+- `plan_lists`: the IVF probe plan's selection over every shard's centroid scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from memlake.search.index.arrays import F32, I32, I64
+
+#: bm25_top's `agg` codes (SearchParams.bm25_agg)
+AGG = {"episode": 0, "max": 1, "top2": 2, "mix": 3}
+
+
+@cache
+def _csc_matvec() -> Callable[..., None]:
+    """scipy's CSC matrix-vector kernel, y[indices[i]] += data[i] * x[column], a C++ loop run
+    with the GIL released: 3-4x faster than np.add.at (decision 1317). Imported at the first
+    BM25 (~140 ms of scipy.sparse), not with the handlers."""
+    from scipy.sparse._sparsetools import csc_matvec
+
+    kernel: Callable[..., None] = csc_matvec
+    return kernel
+
+
+def accumulate(size: int, docs: I32, sat: F32, lo: I64, hi: I64, w: F32) -> F32:
+    """scores[d] = sum over terms t of w[t] * sat[i] for the postings i in lo[t]:hi[t] naming
+    d, in float32 in term order: exactly what np.add.at(scores, docs, w * sat) adds up."""
+    scores = np.zeros(size, dtype=np.float32)
+    matvec = _csc_matvec()
+    column = np.zeros(2, dtype=np.int32)  # one term's postings: a one-column matrix
+    for t in range(len(w)):
+        a, b = int(lo[t]), int(hi[t])
+        if b > a:
+            column[1] = b - a
+            matvec(size, 1, column, docs[a:b], sat[a:b], w[t : t + 1], scores)
+    return scores
+
+
+def top_k(scores: F32, k: int) -> I64:
+    """Positions of the k best positive scores, best first, equal scores by position (also at
+    the k-th place, where np.argpartition alone would pick any of them)."""
+    pos = np.flatnonzero(scores > 0)
+    if len(pos) > k:
+        vals = scores[pos]
+        cut = len(vals) - k
+        kth = np.partition(vals, cut)[cut]
+        keep = vals > kth
+        keep[np.flatnonzero(vals == kth)[: k - int(keep.sum())]] = True
+        pos = pos[keep]
+    return pos[np.argsort(-scores[pos], kind="stable")].astype(np.int64)
+
+
+def bm25_top(
+    n: int,
+    e_docs: I32,
+    e_sat: F32,
+    e_lo: I64,
+    e_hi: I64,
+    p_docs: I32,
+    p_sat: F32,
+    p_lo: I64,
+    p_hi: I64,
+    w: F32,
+    p_first: I64,
+    agg: int,
+    mix: float,
+    decay: float,
+    total: float,
+    mask: np.ndarray,
+    masked: bool,
+    k: int,
+) -> tuple[I64, F32, F32, F32]:
+    """The k best of a shard's n docs by BM25 (lucene: each term adds idf w[t] times its
+    saturated tf), as (docs, their score as a share of the query's `total` idf, their best
+    passage's share, every passage's score). Terms' postings are runs lo[t]:hi[t] of
+    (e_docs, e_sat) for episodes and (p_docs, p_sat) for passages; `p_first` is each doc's
+    first passage and the passage count at the end, empty for a format-1 shard (the episode
+    stands for its passages). `agg`: AGG's code; mix: mix * episode + (1 - mix) * best; top2:
+    best + decay * second best. A doc where `masked` and not mask[d] scores 0."""
+    episode = accumulate(n, e_docs, e_sat, e_lo, e_hi, w)
+    if len(p_first):
+        passages = accumulate(int(p_first[n]), p_docs, p_sat, p_lo, p_hi, w)
+        if n:
+            best = np.maximum.reduceat(passages, p_first[:-1])  # every doc has a passage
+        else:
+            best = np.zeros(0, np.float32)
+    else:
+        passages, best = np.zeros(0, np.float32), episode
+    score: Any  # float32 all through (numpy's types do not say so)
+    if agg == 0:
+        score = episode
+    elif agg == 1:
+        score = best
+    elif agg == 2:
+        score = best + np.float32(decay) * _second(n, passages, p_first)
+    else:
+        score = np.float32(mix) * episode + np.float32(1 - mix) * best
+    score = _share(score, total)
+    if masked:
+        score *= mask
+    top = top_k(score, k)
+    return top, score[top], _share(best[top], total), passages
+
+
+def _share(score: F32, total: float) -> F32:
+    if total <= 0:
+        return np.zeros(len(score), np.float32)
+    out: F32 = np.clip(score / np.float32(total), 0.0, 1.0)
+    return out
+
+
+def _second(n: int, scores: F32, p_first: I64) -> F32:
+    """Each doc's second-best positive passage score (0: none)."""
+    runner = np.zeros(n, np.float32)
+    if not len(p_first):
+        return runner
+    p_doc = np.repeat(np.arange(n), np.diff(p_first))
+    hit = np.flatnonzero(scores > 0)
+    docs = p_doc[hit]
+    order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
+    hit, docs = hit[order], docs[order]
+    first = np.ones(len(hit), bool)
+    first[1:] = docs[1:] != docs[:-1]
+    nxt = np.zeros(len(hit), bool)
+    nxt[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
+    runner[docs[nxt]] = scores[hit[nxt]]
+    return runner
+
+
+def best_passages(p_first: I64, docs: I64, scores: F32) -> I64:
+    """The best passage of each of `docs` by passage `scores` (-1: none scored > 0); the
+    first of equals. Vectorised over the docs' passage runs (no loop per doc)."""
+    out = np.full(len(docs), -1, np.int64)
+    if not len(scores) or not len(docs):
+        return out
+    lo = p_first[docs]
+    counts = p_first[docs + 1] - lo  # >= 1: every doc has a passage
+    starts = np.zeros(len(docs), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    rows = np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))
+    vals = scores[rows]
+    best = np.maximum.reduceat(vals, starts)
+    at_best = np.flatnonzero(vals == np.repeat(best, counts))
+    run = np.repeat(np.arange(len(docs)), counts)[at_best]
+    first = at_best[np.r_[True, run[1:] != run[:-1]]]  # the first best row of each run
+    return np.where(best > 0, rows[first], out)
+
+
+def top_docs(
+    rows: I64, exact: F32, want: int, chunk_doc: I32, chunk_passage: I32, n: int, k: int
+) -> tuple[I64, F32, F32, I64]:
+    """Candidate `rows` with their `exact` cosines: the `want` best (equal ones by position)
+    grouped into docs, the k docs whose best row is best: (docs, best cosine, second-best
+    cosine among the kept rows (0: none), the best row's passage)."""
+    order = np.argsort(-exact, kind="stable")[:want]
+    rows, scores = rows[order], exact[order]
+    docs = chunk_doc[rows].astype(np.int64)
+    _, first = np.unique(docs, return_index=True)
+    first.sort()  # first (best) row of each doc, in score order
+    top = first[:k]
+    rest = np.ones(len(docs), bool)
+    rest[first] = False  # the later rows: the first of each doc is its second best
+    _, nxt = np.unique(docs[rest], return_index=True)
+    second = np.zeros(n, np.float32)
+    second[docs[rest][nxt]] = scores[rest][nxt]
+    passage = chunk_passage[rows[top]].astype(np.int64)
+    return docs[top], scores[top], second[docs[top]], passage
+
+
+def plan_lists(every: F32, starts: I64, budget: int, least: int, most: int) -> tuple[I64, I64]:
+    """The probe plan's lists (decision 1303): `every` is each shard's centroid scores one
+    after the other (shard i's from starts[i] to starts[i + 1]); the `budget` best over all of
+    them decide how many lists each shard takes (at least `least`, at most `most`), each its
+    own best, best first, equal scores by list number. (lists of every shard one after the
+    other, how many each shard took)."""
+    cut = -np.inf if budget > 0 else np.inf
+    if 0 < budget < len(every):
+        cut = float(np.partition(every, len(every) - budget)[len(every) - budget])
+    shards = len(starts) - 1
+    counts = np.zeros(shards, np.int64)
+    parts = []
+    for i in range(shards):
+        s = every[starts[i] : starts[i + 1]]
+        take = min(len(s), max(least, min(most, int((s >= cut).sum()))))
+        parts.append(np.argsort(-s, kind="stable")[:take].astype(np.int64))
+        counts[i] = take
+    lists = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return lists, counts

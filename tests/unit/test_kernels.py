@@ -1,0 +1,247 @@
+"""The search's per-shard kernels (memlake.search.index.kernels, decision 2502): numba's and
+numpy's give the same ids, the same float32 scores bit for bit and the same passages, on random
+and edge-case inputs and through whole searches; the switch picks numpy where numba is missing
+or not cached, and a cache built ahead loads in a fresh process without a compile."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memlake.config import KernelSettings, Settings, kernel_settings
+from memlake.errors import ConfigurationError
+from memlake.search.hybrid import search
+from memlake.search.index import kernels
+from memlake.search.index.kernels import numpy_twins
+from memlake.search.query.params import SearchParams
+from tests.integration.test_search_index import HashEmbedder, T, make, put, state
+from tests.support.tiny_layout import tiny_ivf_layout
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def compiled() -> Iterator[ModuleType]:
+    """numba's kernels, from the default kernel cache (compiled into it if it lacks them)."""
+    pytest.importorskip("numba")
+    kernels.reset()
+    module = kernels.load(replace(kernel_settings(), mode="numba"))
+    assert module is not numpy_twins, kernels.report()
+    yield module
+    kernels.reset()
+
+
+def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert x.dtype == y.dtype, (x.dtype, y.dtype)
+        np.testing.assert_array_equal(x, y)
+
+
+def _runs(rng: np.random.Generator, size: int, terms: int, tf: np.ndarray) -> tuple[Any, ...]:
+    """Postings of `terms` terms over `size` docs as runs: sorted docs a term, some terms with
+    none (empty runs), saturated tf drawn from `tf` (few values: many equal scores)."""
+    docs, sat, lo, hi, at = [], [], [], [], 0
+    for _ in range(terms):
+        m = int(rng.integers(0, size + 1)) if size and rng.random() > 0.2 else 0
+        docs.append(np.sort(rng.choice(size, m, replace=False)).astype(np.int32))
+        sat.append(rng.choice(tf, m).astype(np.float32))
+        lo.append(at)
+        at += m
+        hi.append(at)
+    join = np.concatenate
+    return (join(docs + [np.zeros(0, np.int32)]), join(sat + [np.zeros(0, np.float32)]),
+            np.array(lo, np.int64), np.array(hi, np.int64))  # fmt: skip
+
+
+def _bm25_case(rng: np.random.Generator, n: int, fmt1: bool, ties: bool) -> tuple[Any, ...]:
+    terms = int(rng.integers(1, 6))
+    tf = np.array([0.25, 0.5]) if ties else rng.random(50) + 0.01
+    per = rng.integers(1, 5, n)
+    p_first = np.zeros(n + 1, np.int64)
+    np.cumsum(per, out=p_first[1:])
+    e = _runs(rng, n, terms, tf)
+    if fmt1:
+        p, p_first = (e[0][:0], e[1][:0], e[2], e[2]), np.zeros(0, np.int64)
+    else:
+        p = _runs(rng, int(p_first[-1]), terms, tf)
+    w = (np.ones(terms) if ties else rng.random(terms) * 3).astype(np.float32)
+    return n, *e, *p, w, p_first
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bm25_top_is_numpys(compiled: ModuleType, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = [0, 1, 2, 7, 300][seed % 5]
+    case = _bm25_case(rng, n, fmt1=seed % 7 == 3, ties=seed % 2 == 0)
+    mask = rng.random(n) > [0.0, 0.3, 1.0][seed % 3]  # none, some, all docs dead
+    for agg in numpy_twins.AGG.values():
+        for masked in (False, True):
+            for k in (1, 3, 30, n + 5):
+                for total in (float(case[9].sum()), 0.0, 1.7):
+                    args = (*case, agg, 0.35, 0.5, total, mask, masked, k)
+                    same(numpy_twins.bm25_top(*args), compiled.bm25_top(*args))
+
+
+def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
+    """Five docs with the same score for three places: the lowest doc numbers, in order."""
+    n, docs = 8, np.array([1, 2, 4, 5, 6], np.int32)
+    sat = np.full(5, 0.5, np.float32)
+    lo, hi = np.array([0], np.int64), np.array([5], np.int64)
+    empty = (np.zeros(0, np.int32), np.zeros(0, np.float32), lo * 0, lo * 0)
+    args = (n, docs, sat, lo, hi, *empty, np.ones(1, np.float32), np.zeros(0, np.int64),
+            0, 0.5, 0.5, 1.0, np.zeros(0, bool), False, 3)  # fmt: skip
+    for module in (numpy_twins, compiled):
+        top, scores, best, _ = module.bm25_top(*args)
+        assert top.tolist() == [1, 2, 4] and scores.tolist() == [0.5] * 3
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_best_passages_are_numpys(compiled: ModuleType, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    p_first = np.zeros(n + 1, np.int64)
+    np.cumsum(rng.integers(1, 5, n), out=p_first[1:])
+    scores = rng.choice([0.0, 0.0, 0.5, 1.0, 1.25], int(p_first[-1])).astype(np.float32)
+    docs = rng.choice(n, int(rng.integers(0, n + 1))).astype(np.int64)  # repeats too
+    for s in (scores, np.zeros(0, np.float32), np.zeros_like(scores)):
+        same(
+            (numpy_twins.best_passages(p_first, docs, s),),
+            (compiled.best_passages(p_first, docs, s),),
+        )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_top_docs_are_numpys(compiled: ModuleType, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    chunk_doc = np.sort(rng.integers(0, n, n * 3)).astype(np.int32)  # rows of each doc
+    chunk_passage = rng.integers(-1, 9, len(chunk_doc)).astype(np.int32)
+    m = int(rng.integers(0, len(chunk_doc) + 1))
+    rows = rng.choice(len(chunk_doc), m, replace=False).astype(np.int64)
+    exact = rng.choice(np.linspace(-0.2, 0.9, 7 if seed % 2 else 500), m).astype(np.float32)
+    for want in {m, max(1, m // 2), 1}:
+        for k in (1, 5, 100):
+            args = (rows, exact, want, chunk_doc, chunk_passage, n, k)
+            same(numpy_twins.top_docs(*args), compiled.top_docs(*args))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_plan_lists_are_numpys(compiled: ModuleType, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 40, int(rng.integers(0, 6)))
+    starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    every = rng.choice(np.linspace(-1, 1, 9 if seed % 2 else 1000), int(starts[-1]))
+    every = every.astype(np.float32)
+    for budget in (0, 1, 10, len(every), len(every) + 5):
+        for least, most in ((0, 128), (2, 8), (0, 1)):
+            args = (every, starts, budget, least, most)
+            same(numpy_twins.plan_lists(*args), compiled.plan_lists(*args))
+
+
+@pytest.fixture
+def tenant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Shards of every kind a search meets: IVF ones, flat ones, the tail."""
+    tiny_ivf_layout(monkeypatch)
+    lake, ctx = make(tmp_path, HashEmbedder())
+    ids = [put(lake, f"note number{i} about topic{i % 3}. More on colour{i % 5}.\n\nAnd "
+                     f"shade{i % 4} of topic{i % 2}") for i in range(27)]  # fmt: skip
+    assert len(state(lake).shards) >= 3
+    return ids, ctx
+
+
+def _search_all(ctx: Any, ids: list[str]) -> list[Any]:
+    out = []
+    for agg in ("episode", "max", "top2", "mix"):
+        for vec_agg in ("max", "top2"):
+            p = SearchParams(bm25_agg=agg, vec_agg=vec_agg)  # type: ignore[arg-type]
+            for query, kw in [("topic1 colour2", {}), ("shade3 number7", {}), ("colour4", {}),
+                              ("topic0 shade1", {"allowed_ids": set(ids[::3])}),
+                              ("nothing matches", {})]:  # fmt: skip
+                hits = search(ctx.lake, ctx.services.search, T, query=query, limit=12,
+                              recency=False, params=p, **kw)  # fmt: skip
+                out.append([(h.id, h.score, h.breakdown, h.passage) for h in hits])
+    return out
+
+
+def test_searches_are_the_same_with_either_kernels(
+    compiled: ModuleType, tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids, ctx = tenant
+    got = {}
+    for mode in ("numpy", "numba"):
+        monkeypatch.setenv("MEMLAKE_KERNELS", mode)
+        kernels.reset()
+        assert kernels.which() == mode
+        got[mode] = _search_all(ctx, ids)
+    assert got["numba"] == got["numpy"]  # ids, scores, breakdowns and passages
+    assert sum(len(hits) for hits in got["numpy"]) > 100
+
+
+def test_the_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLAKE_KERNELS", "fortran")
+    for read in (kernel_settings, Settings.from_env):
+        with pytest.raises(ConfigurationError, match="MEMLAKE_KERNELS"):
+            read()
+    monkeypatch.setenv("MEMLAKE_KERNELS", "NumPy")
+    assert Settings.from_env().kernels == "numpy"
+
+
+def test_numpy_when_asked_when_numba_is_missing_and_when_not_cached(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    kernels.reset()
+    assert kernels.load(KernelSettings("numpy", str(tmp_path))) is numpy_twins
+    kernels.reset()
+    auto = KernelSettings("auto", str(tmp_path / "empty"))
+    assert kernels.load(auto) is numpy_twins  # nothing cached: auto never compiles
+    assert "warm-kernels" in kernels.report()["reason"]
+    kernels.reset()
+    monkeypatch.setitem(sys.modules, "numba", None)  # `import numba` fails
+    with caplog.at_level(logging.WARNING):
+        assert kernels.load(KernelSettings("numba", str(tmp_path))) is numpy_twins
+    assert "numba kernels unavailable" in caplog.text
+    kernels.reset()
+
+
+def test_auto_never_makes_a_search_wait(
+    compiled: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default cache holds the kernels (the fixture put them there): auto hands out
+    numpy's until numba's are loaded on their own thread, then numba's."""
+    monkeypatch.setenv("MEMLAKE_KERNELS", "auto")
+    kernels.reset()
+    assert kernels.active() in (numpy_twins, compiled)
+    assert kernels.wait() is compiled
+    kernels.reset()
+
+
+def test_a_cache_built_ahead_loads_in_a_fresh_process_without_compiling(
+    compiled: ModuleType, tmp_path: Path
+) -> None:
+    """The Lambda image's way: the cache built at image build time (here: the default one) is
+    read-only, copied to a writable directory at the first search, loaded from there."""
+    seed = Path(kernel_settings().cache_dir)
+    env = {**os.environ, "MEMLAKE_KERNELS": "auto", "MEMLAKE_KERNEL_CACHE_SEED": str(seed),
+           "MEMLAKE_KERNEL_CACHE_DIR": str(tmp_path / "writable"),
+           "PYTHONPATH": str(ROOT / "shared")}  # fmt: skip
+    child = (
+        "from memlake.search.index import kernels; import json; print(json.dumps(kernels.report()))"
+    )
+    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
+                         check=True, timeout=120)  # fmt: skip
+    report = json.loads(out.stdout)
+    assert report["reason"] == "numba kernels loaded" and report["compiled"] == 0, report
+    assert list((tmp_path / "writable").glob("memlake-kernels-*.json"))
