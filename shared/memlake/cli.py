@@ -1,5 +1,6 @@
 """Command line: `memlake serve | stdio | compact | gc | maintain | export | import | reembed |
-model`: the parser and the doors (serve, stdio); the other commands are memlake.commands."""
+model | warm-kernels`: the parser and the doors (serve, stdio); the other commands are
+memlake.commands."""
 
 from __future__ import annotations
 
@@ -165,6 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model.add_argument("action", choices=["where", "fetch"])
     model.add_argument("--cache", help="model cache folder (default MEMLAKE_MODEL_CACHE)")
+
+    kernels = _command(
+        sub,
+        "warm-kernels",
+        commands.run_warm_kernels,
+        "compile the search's numba kernels into their cache, so that no search compiles",
+        tenant=None,
+    )
+    kernels.add_argument(
+        "--cache-dir", help="the kernel cache (default MEMLAKE_KERNEL_CACHE_DIR, else ~/.cache)"
+    )
+    kernels.add_argument("--json", action="store_true", help="print the report indented")
     return parser
 
 

@@ -266,3 +266,23 @@ def _embed_all_pending(services: Any, tenant: str) -> int:
             print(f"embedded {done.passages} more passages, {done.left} left", file=sys.stderr)
         if not done.left or not done.passages:
             return int(done.left)
+
+
+def run_warm_kernels(args: argparse.Namespace) -> int:
+    """`memlake warm-kernels`: compile the search's numba kernels into the kernel cache (or
+    load them from it) and mark it ready, so that no search compiles (decision 2502); the
+    image build and infra/setup.sh run it. Exit 1 when numba cannot: searches use numpy."""
+    from memlake.config import kernel_settings
+    from memlake.search.index import kernels
+
+    chosen = kernel_settings()
+    if args.cache_dir:
+        chosen = replace(chosen, cache_dir=args.cache_dir)
+    try:
+        got = kernels.warm(chosen)
+    except Exception as e:  # noqa: BLE001  (no numba, or it cannot compile here)
+        print(f"memlake: no numba kernels ({type(e).__name__}: {e}); searches use numpy",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    print(json.dumps(got, indent=2 if args.json else None))
+    return 0
