@@ -8,6 +8,7 @@ deletes its own; these reuse one):
     ... scale_grid.py kernels
     ... scale_grid.py cold DIR [--runs 9]
     ... scale_grid.py adds DIR [--count 20] [--threads 1 2]
+    ... scale_grid.py kernels-ab DIR [--rounds 3] [--one-thread]
 
 - build: the tenant of scale_bench.py (scale_tenant.build, realistic vectors, the 200 query
   texts and vectors, the exact top-10 of each) written to DIR and kept;
@@ -24,6 +25,11 @@ deletes its own; these reuse one):
   csc_matvec) on one and two threads;
 - cold: --runs cold hybrid searches (query embedded), each in a new Lake and Searcher (default
   1 GiB shard cache) on DIR, promotion and the background id index off: p50 and min;
+- kernels-ab: the search's per-shard kernels side by side in one process (decision 2502):
+  rounds of numpy's then numba's (MEMLAKE_KERNELS), each the warm p50 of hybrid, vector-only
+  and BM25-only over the 200 queries (query vector given, as `run`), then the median of the
+  rounds' p50s and numba / numpy; every query's hits (ids, scores, passages) compared across
+  the two;
 - adds: scale_bench's add_episode measurement on DIR (it adds --count episodes a round), its
   MiniLM embedding on each --threads count in turn, 3 rounds (decision 1319).
 """
@@ -242,6 +248,62 @@ def adds(root: Path, count: int, threads: list[int]) -> None:
         print(f"embedding on {n} thread(s), median of 3 rounds: {medians}", flush=True)
 
 
+def kernels_ab(root: Path, rounds: int, one_thread: bool) -> None:
+    import os
+
+    from memlake.search.index import kernels
+
+    if one_thread:
+        sides._pool = _NeverStarted  # type: ignore[assignment]
+    texts = json.loads((root / "queries.json").read_text())
+    qvecs = np.load(root / "queries.npy")
+    lake = bare_lake(LocalStore(root))
+    svc = Searcher(Settings(), embedder=MiniLMEmbedder.shared(), cache_bytes=16 << 30)
+    kinds = {"hybrid": None, "vector-only": VEC, "BM25-only": BM25}
+
+    def one_pass(params: SearchParams | None) -> tuple[float, list[Any]]:
+        times, hits = [], []
+        for i in range(len(texts)):
+            kw: dict[str, Any] = {"params": params} if params is not None else {}
+            t0 = time.perf_counter()
+            got = search(lake, svc, scale_tenant.TENANT, query=texts[i], limit=10,
+                         recency=False, query_vector=qvecs[i], **kw)  # fmt: skip
+            times.append((time.perf_counter() - t0) * 1000)
+            hits.append([(h.id, h.score, h.passage) for h in got])
+        return statistics.median(times), hits
+
+    def use(mode: str) -> None:
+        os.environ["MEMLAKE_KERNELS"] = mode
+        kernels.reset()
+        assert kernels.which() == mode, kernels.report()
+
+    for mode in ("numpy", "numba"):  # warm-up: shards, IVF lists, both kernels loaded
+        use(mode)
+        for i in range(20):
+            search(lake, svc, scale_tenant.TENANT, query=texts[i], limit=10, query_vector=qvecs[i])
+    svc.shards.wait_promotions()
+    p50: dict[tuple[str, str], list[float]] = {}
+    results: dict[tuple[str, str], list[Any]] = {}
+    for _ in range(rounds):
+        for mode in ("numpy", "numba"):
+            use(mode)
+            for kind, params in kinds.items():
+                took, hits = one_pass(params)
+                p50.setdefault((mode, kind), []).append(took)
+                results[(mode, kind)] = hits
+    print(f"kernels side by side, {rounds} rounds of {len(texts)} queries"
+          f"{' on one thread' if one_thread else ''}: {kernels.report()}")  # fmt: skip
+    for kind in kinds:
+        a, b = (statistics.median(p50[(m, kind)]) for m in ("numpy", "numba"))
+        differ = sum(
+            x != y for x, y in zip(results[("numpy", kind)], results[("numba", kind)], strict=True)
+        )
+        print(f"{kind}: numpy {a:.2f} ms, numba {b:.2f} ms, numba / numpy {b / a:.3f}"
+              f" (rounds' p50s {[round(x, 2) for x in p50[('numpy', kind)]]} /"
+              f" {[round(x, 2) for x in p50[('numba', kind)]]}); queries whose hits differ:"
+              f" {differ}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -266,8 +328,14 @@ def main() -> None:
     a.add_argument("root", type=Path)
     a.add_argument("--count", type=int, default=20)
     a.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ab = sub.add_parser("kernels-ab")
+    ab.add_argument("root", type=Path)
+    ab.add_argument("--rounds", type=int, default=3)
+    ab.add_argument("--one-thread", action="store_true")
     args = parser.parse_args()
-    if args.cmd == "build":
+    if args.cmd == "kernels-ab":
+        kernels_ab(args.root, args.rounds, args.one_thread)
+    elif args.cmd == "build":
         build(args.root, args.size, args.codes)
     elif args.cmd == "run":
         run(args.root, args.plans, args.one_thread, args.across)
