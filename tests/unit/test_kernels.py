@@ -217,13 +217,16 @@ def test_numpy_when_asked_when_numba_is_missing_and_when_not_cached(
 
 
 def test_auto_never_makes_a_search_wait(
-    compiled: ModuleType, monkeypatch: pytest.MonkeyPatch
+    compiled: ModuleType, tenant: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The default cache holds the kernels (the fixture put them there): auto hands out
-    numpy's until numba's are loaded on their own thread, then numba's."""
+    numpy's until a search is done, then loads numba's on their own thread."""
+    ids, ctx = tenant
     monkeypatch.setenv("MEMLAKE_KERNELS", "auto")
     kernels.reset()
-    assert kernels.active() in (numpy_twins, compiled)
+    assert kernels.active() is numpy_twins and not kernels._loading
+    search(ctx.lake, ctx.services.search, T, query="topic1", limit=5, recency=False)
+    assert kernels._loading  # started when the search was done
     assert kernels.wait() is compiled
     kernels.reset()
 
@@ -245,3 +248,19 @@ def test_a_cache_built_ahead_loads_in_a_fresh_process_without_compiling(
     report = json.loads(out.stdout)
     assert report["reason"] == "numba kernels loaded" and report["compiled"] == 0, report
     assert list((tmp_path / "writable").glob("memlake-kernels-*.json"))
+    # another library's njit first (bm25s's package makes some): numba is set up for this
+    # host's CPU, the portable cache would not load, so auto keeps numpy rather than compile
+    first = "import bm25s; " + child
+    out = subprocess.run([sys.executable, "-c", first], env=env, capture_output=True, text=True,
+                         check=True, timeout=120)  # fmt: skip
+    assert "set up for this CPU" in json.loads(out.stdout)["reason"]
+
+
+def test_the_stopwords_are_bm25s_own() -> None:
+    """Copied (memlake.search.index.stopwords) so that tokenising never imports bm25s, whose
+    package imports numba and sets it up for this host's CPU before the kernels can."""
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    from memlake.search.index.stopwords import STOPWORDS_EN_PLUS as ours
+
+    assert ours == tuple(STOPWORDS_EN_PLUS)

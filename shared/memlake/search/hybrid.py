@@ -23,6 +23,7 @@ import numpy as np
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake
+from memlake.search.index import kernels
 from memlake.search.index.state import SearchState
 from memlake.search.index.text import unique_terms
 from memlake.search.query.fusion import (
@@ -109,10 +110,13 @@ def search(
     searcher.shards.promote(lake.store, infos)  # whole shards later, if the tenant fits (1306)
     reranker = searcher.reranker  # the reranking stage (memlake.search.query.rerank, decision 1210)
     if reranker is None:
-        return _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
-    top = searcher.settings.rerank_candidates
-    hits = _hits(snap, fused, bm25, vec, max(limit, top), recency, params, qvec)
-    return rerank_search(hits, query, searcher.embedder, reranker, top)[:limit]
+        hits = _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
+    else:
+        top = searcher.settings.rerank_candidates
+        hits = _hits(snap, fused, bm25, vec, max(limit, top), recency, params, qvec)
+        hits = rerank_search(hits, query, searcher.embedder, reranker, top)[:limit]
+    kernels.load_later()  # numba's kernels: after a process's first search, not during it (2502)
+    return hits
 
 
 def _fused(bm25: Ranked, vec: Ranked, params: SearchParams, total_idf: float) -> list[FusedHit]:

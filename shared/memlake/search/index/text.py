@@ -31,7 +31,7 @@ _local = threading.local()  # PyStemmer objects are not thread-safe
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN_PLUS  # lazily: bm25s is heavy to import
+    from memlake.search.index.stopwords import STOPWORDS_EN_PLUS  # bm25s's list, copied
 
     return frozenset(STOPWORDS_EN_PLUS)
 

@@ -6,8 +6,10 @@ the same results (tests/unit/test_kernels.py holds them to it). Which one is one
 MEMLAKE_KERNELS (memlake.config.kernel_settings):
 
 - "auto" (default): numba when its kernels are in the cache already (`warm` compiled them:
-  the image build, infra/setup.sh, `memlake warm-kernels`), so that no request compiles;
-  otherwise numpy, said once in the log;
+  the image build, infra/setup.sh, `memlake warm-kernels`), so that no request compiles,
+  loaded on a thread of their own after the first search, which runs on numpy's; otherwise numpy,
+  said once in the log (also when another library's njit set numba up for this host's CPU
+  before the kernels could ask for the portable one);
 - "numba": numba, compiling what the cache lacks at the first search (seconds); numpy only when
   numba cannot import or compile, said in the log;
 - "numpy": numpy only (numba is never imported).
@@ -43,33 +45,41 @@ _state: dict[str, Any] = {}
 _lock = threading.Lock()  # held while loading
 _start = threading.Lock()  # held while starting the loading thread (never while loading)
 _loading: list[threading.Thread] = []
+_configured: list[str] = []  # the CPU name this process set numba up for (once)
 MARKER = "memlake-kernels-{}.json"
 
 
 def active() -> ModuleType:
     """The kernels a search calls now (numba_kernels or numpy_twins). "auto" never makes a
-    search wait: the first call starts loading numba's kernels on a thread of their own and
-    gets numpy's meanwhile (the same results), so a cold process's first search does not pay
-    numba's ~0.5 s import and load; "numba" loads them here, at the first call."""
+    search wait: numpy's until numba's are loaded (`load_later`, after a process's first
+    search, on a thread of their own; the same results either way), so a cold process's first
+    search pays neither numba's ~0.15 s import nor its ~0.3 s load; "numba" and "numpy" load
+    here, at the first call."""
     got = _state.get("module")
     if got is not None:
         return got  # type: ignore[no-any-return]
     s = kernel_settings()
-    if s.mode != "auto":
-        return load(s)
+    return numpy_twins if s.mode == "auto" else load(s)
+
+
+def load_later() -> None:
+    """Start loading the kernels on a thread of their own unless that has begun (hybrid.search
+    calls it when a search is done: measured in new processes, loading beside the first search
+    made it ~0.3 s slower on two busy cores, decision 2502)."""
+    if "module" in _state or _loading:
+        return
     with _start:
         if not _loading:
             # not a daemon: the interpreter's exit waits for it (numba's C++ cut off mid-load
             # at exit could abort the process); auto never compiles, so that is < 1 s
-            thread = threading.Thread(target=load, args=(s,), name="memlake-kernels")
+            thread = threading.Thread(target=load, name="memlake-kernels")
             _loading.append(thread)
             thread.start()
-    return numpy_twins
 
 
 def wait() -> ModuleType:
-    """The kernels once a load started by `active` is over (benches and tests)."""
-    active()
+    """The kernels once loaded (loading them now if no search has: benches and tests)."""
+    load_later()
     for thread in list(_loading):
         thread.join()
     return active()
@@ -141,12 +151,20 @@ def _load_numba(s: KernelSettings, compiling: bool) -> tuple[ModuleType, str]:
     import numba
 
     _state["import_s"] = round(time.perf_counter() - started, 3)
+    from numba.core import registry
+
     cache.mkdir(parents=True, exist_ok=True)
     config: Any = numba.config
     config.CACHE_DIR = str(cache)  # read when a cached dispatcher is made (the import below)
-    config.CPU_NAME = s.cpu_name  # the cache is keyed by it: "generic" runs anywhere
-    if s.cpu_name == "generic":
-        config.CPU_FEATURES = ""
+    # numba sets its compiler up (for config's CPU) when the first njit function is made; a
+    # cached property, so look without making it
+    if "_toplevel_target_context" not in vars(registry.cpu_target):
+        config.CPU_NAME = s.cpu_name  # the cache is keyed by it: "generic" runs anywhere
+        if s.cpu_name == "generic":
+            config.CPU_FEATURES = ""
+        _configured.append(s.cpu_name)
+    elif not compiling and s.cpu_name not in _configured:  # another library's njit came first
+        return numpy_twins, "numba was set up for this CPU before the kernels loaded"
     from memlake.search.index.kernels import numba_kernels as nk
 
     t0 = time.perf_counter()
