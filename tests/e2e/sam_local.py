@@ -7,6 +7,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -117,9 +118,10 @@ def moto_lake() -> Iterator[tuple[str, Any]]:
         server.stop()
 
 
-def env_vars_file(path: Path, endpoint: str) -> Path:
+def env_vars_file(path: Path, endpoint: str, **more: str) -> Path:
     """`--env-vars`: the same values for every function (SAM sets only declared variables)."""
     values = {
+        **more,
         "MEMLAKE_STORE": "s3",
         "MEMLAKE_BUCKET": BUCKET,
         "AWS_ENDPOINT_URL_S3": endpoint,
@@ -133,6 +135,16 @@ def env_vars_file(path: Path, endpoint: str) -> Path:
 
 def invoke(logical_id: str, event: Path, env_vars: Path) -> dict[str, Any]:
     """`sam local invoke`: a new container for this one call; the function's result."""
+    return invoke_timed(logical_id, event, env_vars)[0]
+
+
+def invoke_timed(
+    logical_id: str, event: Path, env_vars: Path
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """`sam local invoke` and the emulator's REPORT line of that one call: its Duration (the
+    runtime's start, the imports and the handler: a fresh container's first call) in ms, and
+    the wall time of the whole `sam local invoke` (container start included) in seconds."""
+    started = time.perf_counter()
     proc = subprocess.run(
         [str(SAM), "local", "invoke", logical_id, "-t", str(BUILT), "-e", str(event)]
         + ["--env-vars", str(env_vars), "--parameter-overrides", OVERRIDES],
@@ -142,10 +154,15 @@ def invoke(logical_id: str, event: Path, env_vars: Path) -> dict[str, Any]:
         text=True,
         timeout=300,
     )
+    wall = time.perf_counter() - started
     assert proc.returncode == 0, proc.stderr[-4000:]
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     assert lines, f"{logical_id} printed no result:\n{proc.stderr[-4000:]}"
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
+    report = re.findall(r"REPORT RequestId: \S+.*?\tDuration: ([0-9.]+) ms", proc.stderr)
+    timings = {"wall_s": round(wall, 3)}
+    if report:
+        timings["report_ms"] = float(report[0])
+    return json.loads(lines[-1]), timings
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, limit: float) -> None:

@@ -26,6 +26,7 @@ from .sam_local import (
     TENANT,
     env_vars_file,
     invoke,
+    invoke_timed,
     lambda_client,
     lambda_invoke,
     moto_lake,
@@ -98,11 +99,31 @@ def test_add_then_get_in_two_containers(lake: dict[str, Any], added: dict[str, A
     assert keys and all(k.startswith(f"tenants/{TENANT}/") for k in keys)
 
 
-def test_search_finds_the_episode(lake: dict[str, Any], added: dict[str, Any]) -> None:
-    found = invoke(
-        "SearchEpisodesFunction", ROOT / "functions/search_episodes/event.json", lake["env"]
-    )
-    assert added["id"] in [r["id"] for r in found["episodes"]], found
+SEARCH_TIMINGS = ROOT / ".aws-sam/sam-local-search-timings.json"
+#: a fresh container's first search, imports and the runtime's start included (issue 25)
+COLD_SEARCH_MS = 1500
+
+
+def test_search_finds_the_episode_in_a_fresh_container_within_the_cold_budget(
+    lake: dict[str, Any], added: dict[str, Any]
+) -> None:
+    """The first search of a new container: with MEMLAKE_KERNELS=auto (the template's: numpy's
+    kernels serve it, numba's load after it) and with MEMLAKE_KERNELS=numba, which loads
+    numba's kernels before answering; from the image's cache, copied to /tmp, they load in
+    well under a second, where compiling them would take 10-20 s (decision 2502). Both within
+    the cold budget; written to .aws-sam/sam-local-search-timings.json for docs/performance.md."""
+    event = ROOT / "functions/search_episodes/event.json"
+    endpoint = json.loads(lake["env"].read_text())["Parameters"]["AWS_ENDPOINT_URL_S3"]
+    numba_env = env_vars_file(lake["dir"] / "env-numba.json", endpoint, MEMLAKE_KERNELS="numba")
+    timings = {}
+    for name, env in (("auto", lake["env"]), ("numba", numba_env)):
+        found, took = invoke_timed("SearchEpisodesFunction", event, env)
+        assert added["id"] in [r["id"] for r in found["episodes"]], found
+        timings[name] = took
+    SEARCH_TIMINGS.write_text(json.dumps(timings, indent=2))
+    print(f"SearchEpisodesFunction, first search of a new container: {timings}")
+    for name, took in timings.items():
+        assert took["report_ms"] < COLD_SEARCH_MS, (name, timings)
 
 
 @pytest.fixture(scope="module")
