@@ -1,0 +1,179 @@
+"""Vector-only search against one brute-force pass over the same vectors (issue 25's target:
+<= 0.1x at 20k x 20 and above), with mixed and with real question vectors.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared .venv/bin/python \\
+        tests/bench/vector_ratio_bench.py build DIR [--size 20000]
+    ... vector_ratio_bench.py run DIR [--queries 200] [--maintain]
+
+- build: scale_tenant.build's tenant (realistic passage vectors, vectors.py: each mixes a real
+  MiniLM chat passage of the episode's home session with 1-2 others plus noise) in the layout
+  the write path reaches, kept in DIR with every vector (vectors.npy, for the numpy pass and the
+  exact top-10).
+- run: for two query kinds, `mixed` (vectors.queries: real questions mixed like the passages,
+  calibrated) and `real` (the dev corpora's real question vectors as MiniLM embeds them, not
+  mixed), vector-only search (weights bm25 0, vector 1, query vector given) through
+  memlake.search.hybrid.search on a warm Searcher with the server's shard cache
+  (Settings.shard_cache_bytes, or --cache-bytes):
+  - `quiet`: p50 over the queries, one after the other;
+  - `alternating`: each search follows one numpy pass over all vectors (q @ V.T and its top
+    10), as a check that keeps the CPU caches cold would run it; the pass's own p50 too;
+  - the ratios search / numpy pass, and recall@10 against the exact top-10 (an episode at its
+    best vector).
+  --maintain first runs the scheduled maintenance pass on the tenant (shard merges, when the
+  policy has them), so the layout maintenance leaves is what is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memlake.config import Settings  # noqa: E402
+from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.index.state import SearchState  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
+from memlake.search.searcher import Searcher  # noqa: E402
+from memlake.store.local import LocalStore  # noqa: E402
+from tests.bench import scale_tenant, search_bench, vectors  # noqa: E402
+from tests.wiring import bare_lake  # noqa: E402
+
+VEC = SearchParams(weights={"bm25": 0.0, "vector": 1.0})
+PER = scale_tenant.PER
+
+
+def build(root: Path, size: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    search_bench.WORDS = 600
+    real = vectors.real()
+    kinds = {"mixed": vectors.queries(real, 200), "real": real.queries[:200]}
+    for kind, q in kinds.items():
+        np.save(root / f"queries-{kind}.npy", np.asarray(q, np.float32))
+    (root / "texts.json").write_text(json.dumps(search_bench.query_texts(200)))
+    parts: list[np.ndarray] = []
+
+    def vectors_of(no: int, docs: int) -> np.ndarray:
+        flat = vectors.passages(real, docs, PER, seed=1000 + no)
+        parts.append(np.asarray(flat, np.float32))
+        return flat
+
+    tenant = scale_tenant.build(
+        bare_lake(LocalStore(root)), root, size, MiniLMEmbedder.shared().name, vectors_of,
+        kinds["mixed"],
+    )  # fmt: skip
+    np.save(root / "vectors.npy", np.concatenate(parts))
+    (root / "ids.json").write_text(json.dumps(tenant.ids))
+
+
+def exact_top(q: np.ndarray, flat: np.ndarray, k: int = 10) -> np.ndarray:
+    """Episode numbers of the exact top-k of each query (an episode at its best vector)."""
+    out = []
+    for row in q:
+        best = (flat @ row).reshape(-1, PER).max(axis=1)
+        out.append(np.argpartition(-best, k - 1)[:k])
+    return np.asarray(out)
+
+
+def run(root: Path, queries: int, maintain: bool, cache_bytes: int | None) -> None:
+    flat = np.load(root / "vectors.npy")
+    ids = json.loads((root / "ids.json").read_text())
+    texts = json.loads((root / "texts.json").read_text())
+    lake = bare_lake(LocalStore(root))
+    settings = Settings(data_dir=root)
+    cache = settings.shard_cache_bytes if cache_bytes is None else cache_bytes
+    svc = Searcher(settings, embedder=MiniLMEmbedder.shared(), cache_bytes=cache)
+    if maintain:
+        _maintain(lake, svc, settings)
+    state = SearchState.from_extra(lake.snapshot(scale_tenant.TENANT).extra)
+    assert state is not None
+    out: dict[str, Any] = {
+        "episodes": len(ids),
+        "vectors": len(flat),
+        "shards": len(state.shards),
+        "shard_docs": [s.docs for s in state.shards],
+        "shard_MB": round(sum(s.bytes for s in state.shards) / 1e6),
+        "cache_MB": round(cache / 1e6),
+    }
+    for kind in ("mixed", "real"):
+        q = np.load(root / f"queries-{kind}.npy")[:queries]
+        truth = exact_top(q, flat)
+
+        def one(i: int, q: np.ndarray = q, truth: np.ndarray = truth) -> tuple[float, float]:
+            t0 = time.perf_counter()
+            hits = search(
+                lake, svc, scale_tenant.TENANT, query=texts[i % len(texts)], limit=10,
+                recency=False, query_vector=q[i], params=VEC,
+            )  # fmt: skip
+            took = (time.perf_counter() - t0) * 1000
+            want = {ids[e] for e in truth[i].tolist()}
+            return took, len(want & {h.id for h in hits}) / 10
+
+        for i in range(min(20, len(q))):
+            one(i)
+        svc.shards.wait_promotions()
+        for i in range(len(q)):  # the first pass adds the lists it probes to FAISS
+            one(i)
+        quiet = [one(i) for i in range(len(q))]
+        alternating, passes = [], []
+        for i in range(len(q)):
+            t0 = time.perf_counter()
+            best = (flat @ q[i]).reshape(-1, PER).max(axis=1)
+            np.argpartition(-best, 9)[:10]
+            passes.append((time.perf_counter() - t0) * 1000)
+            alternating.append(one(i)[0])
+        numpy_p50 = statistics.median(passes)
+        quiet_p50 = statistics.median(t for t, _ in quiet)
+        alt_p50 = statistics.median(alternating)
+        out[kind] = {
+            "recall@10": round(statistics.mean(r for _, r in quiet), 3),
+            "worst_recall": min(r for _, r in quiet),
+            "quiet_p50_ms": round(quiet_p50, 2),
+            "alternating_p50_ms": round(alt_p50, 2),
+            "numpy_pass_p50_ms": round(numpy_p50, 2),
+            "ratio_quiet": round(quiet_p50 / numpy_p50, 3),
+            "ratio_alternating": round(alt_p50 / numpy_p50, 3),
+        }
+        print(kind, json.dumps(out[kind]), flush=True)
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def _maintain(lake: Any, svc: Searcher, settings: Settings) -> None:
+    from memlake.maintenance import maintain_tenant, maintenance_policy
+    from tests.wiring import services_for
+
+    t0 = time.perf_counter()
+    policy = maintenance_policy(settings, "operator")
+    report = maintain_tenant(services_for(lake, settings, svc), scale_tenant.TENANT, policy)
+    print(f"maintenance {time.perf_counter() - t0:.1f} s: {report}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("dir", type=Path)
+    b.add_argument("--size", type=int, default=20_000)
+    r = sub.add_parser("run")
+    r.add_argument("dir", type=Path)
+    r.add_argument("--queries", type=int, default=200)
+    r.add_argument("--maintain", action="store_true")
+    r.add_argument("--cache-bytes", type=int, default=None, help="default: the server's")
+    args = ap.parse_args()
+    if args.cmd == "build":
+        build(args.dir, args.size)
+    else:
+        run(args.dir, args.queries, args.maintain, args.cache_bytes)
+
+
+if __name__ == "__main__":
+    main()
