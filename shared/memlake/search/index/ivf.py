@@ -55,11 +55,23 @@ CODES = "pq4"
 PLAN_PER_SHARD = 56
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
+#: docs of the shards NPROBE, PLAN_PER_SHARD, PLAN_MOST and shard_vectors' re-score depth were
+#: measured on: a tier-2 shard of the write path (layout.TAIL_DOCS * FANOUT ** MAX_TIER). A
+#: bigger shard (maintenance merges them: memlake.search.merging) counts as as many of those as
+#: it holds docs (`weight_of`), so merging shards leaves the lists probed and the candidates
+#: re-scored what they were (docs/decisions/2501)
+WEIGHT_DOCS = 4096
 ARRAYS = (
     "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets", "ivf_rows", "ivf_codes",
 )  # fmt: skip
 #: what every IVF shard has, whatever its codes
 REQUIRED = ("ivf_centroids", "ivf_offsets", "ivf_rows", "ivf_codes")
+
+
+def weight_of(docs: int) -> float:
+    """How many shards of WEIGHT_DOCS docs a shard of `docs` counts as in the search budgets
+    (at least 1: a smaller shard is searched as one of them, as before merges existed)."""
+    return max(1.0, docs / WEIGHT_DOCS)
 
 
 def nlist_for(rows: int) -> int:
@@ -69,14 +81,18 @@ def nlist_for(rows: int) -> int:
 def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
     """The IVF arrays of `vectors` (rows x dim, unit): k-means on a sample, every row assigned
     to its nearest centroid, codes of kind CODES (memlake.search.index.ivf_codes)."""
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    centroids = _kmeans(x, nlist_for(len(x)), seed)
+    return index_arrays(x, centroids, assign(x, centroids), seed)
+
+
+def _kmeans(x: F32, nlist: int, seed: int) -> F32:
     import faiss
 
-    rows, dim = vectors.shape
-    nlist = nlist_for(rows)
+    rows, dim = x.shape
     rng = np.random.default_rng(seed)
     sample = min(rows, nlist * TRAIN_PER_LIST)
     pick = np.sort(rng.choice(rows, sample, replace=False)) if sample < rows else slice(None)
-    x = np.ascontiguousarray(vectors, dtype=np.float32)
     km = faiss.Kmeans(  # the sample is small on purpose: no "please provide" warning per merge
         dim,
         nlist,
@@ -87,23 +103,38 @@ def train(vectors: F32, seed: int = 1234) -> dict[str, Any]:
         min_points_per_centroid=1,
     )
     km.train(x[pick])
-    centroids = np.ascontiguousarray(km.centroids, dtype=np.float32)
-    coarse = faiss.IndexFlatIP(dim)
-    coarse.add(centroids)
-    _, assign = coarse.search(x, 1)
-    lists = assign[:, 0]
+    return np.ascontiguousarray(km.centroids, dtype=np.float32)
+
+
+def assign(x: F32, centroids: F32) -> I64:
+    """The list of each row of `x`: its nearest centroid (inner product)."""
+    import faiss
+
+    coarse = faiss.IndexFlatIP(centroids.shape[1])
+    coarse.add(np.ascontiguousarray(centroids, dtype=np.float32))
+    _, nearest = coarse.search(np.ascontiguousarray(x, dtype=np.float32), 1)
+    return nearest[:, 0].astype(np.int64)
+
+
+def index_arrays(x: F32, centroids: F32, lists: I64, seed: int = 1234) -> dict[str, Any]:
+    """The IVF arrays of rows `x` that sit in `lists` (one list number per row) of these
+    `centroids`: trained by `train`, or a merge's union of its inputs' lists (their centroids
+    side by side, each row in the list it had: memlake.search.index.shard_build)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    rows, dim = x.shape
+    nlist = len(centroids)
     order = np.argsort(lists, kind="stable")
     offsets = np.zeros(nlist + 1, np.int64)
     np.cumsum(np.bincount(lists, minlength=nlist), out=offsets[1:])
     arrays: dict[str, Any] = {
-        "ivf_centroids": centroids,
+        "ivf_centroids": np.ascontiguousarray(centroids, dtype=np.float32),
         "ivf_offsets": offsets,
         "ivf_rows": order.astype(np.int32),
     }
     if CODES == "pq4" and ivf_codes.supports_pq(rows, dim):
-        arrays.update(ivf_codes.encode_pq(x[order], offsets, seed))
+        arrays.update(ivf_codes.encode_pq(x, offsets, seed, order))
     else:
-        arrays.update(ivf_codes.encode_sq8(x[order]))
+        arrays.update(ivf_codes.encode_sq8(x, order))
     return arrays
 
 
@@ -129,17 +160,22 @@ def plan_probes(
     """Which lists each of `ivfs` probes for `q` (1 x dim): one coarse step over every shard's
     centroids, then the `budget` lists with the highest centroid scores over all shards, each
     shard at least `least` and at most `most` of its best (defaults: PLAN_PER_SHARD per shard,
-    PLAN_LEAST, PLAN_MOST). A shard's plan is always its own best lists, so widening it is its
-    own coarse search; an empty plan means that no list of the shard is among the globally
-    best, so it holds the global top-k only with a small probability (decision 1303)."""
-    budget = PLAN_PER_SHARD * len(ivfs) if budget is None else budget
+    PLAN_LEAST, PLAN_MOST). A shard of weight w (`weight_of`) counts as w shards in the budget
+    and may take w x `most` lists: the plan over a merged shard picks the lists the plan over
+    its inputs did (their centroids are its centroids, memlake.search.index.shard_build). A
+    shard's plan is always its own best lists, so widening it is its own coarse search; an
+    empty plan means that no list of the shard is among the globally best, so it holds the
+    global top-k only with a small probability (decision 1303)."""
+    weights = [index.weight for index in ivfs]
+    budget = round(PLAN_PER_SHARD * sum(weights)) if budget is None else budget
     least = PLAN_LEAST if least is None else least
     most = PLAN_MOST if most is None else most
     scores = [index.centroids @ q[0] for index in ivfs]  # BLAS, without the GIL
     every = np.concatenate(scores) if scores else np.zeros(0, np.float32)
     starts = np.zeros(len(scores) + 1, np.int64)
     np.cumsum([len(s) for s in scores], out=starts[1:])
-    lists, counts = kernels.active().plan_lists(every, starts, budget, least, most)
+    mosts = np.asarray([round(most * w) for w in weights], np.int64)
+    lists, counts = kernels.active().plan_lists(every, starts, budget, least, mosts)
     out, at = [], 0
     for s, n in zip(scores, counts.tolist(), strict=True):
         best = lists[at : at + n]
@@ -175,12 +211,19 @@ class Ivf:
         index.ntotal = int(self.offsets[-1])
         self.index = index
         self.name = name  # for errors: the shard's key when known
+        #: how many tier-2 shards this one counts as in the search budgets (`weight_of`: set by
+        #: the shard, from its docs)
+        self.weight = 1.0
         self._per, self._row_bytes = ivf_codes.packing(self.kind, index)
         self._code_starts = ivf_codes.code_starts(self.offsets, self._per)
         self.invlists: Any = index.invlists
         self.coarse = coarse
         self._have = np.zeros(self.nlist, bool)
         self._lock = threading.Lock()
+
+    def own_nprobe(self) -> int:
+        """Lists probed without a plan across shards: NPROBE for each shard's worth (`weight`)."""
+        return max(1, round(NPROBE * self.weight))
 
     def _planned_entries(self, probes: Probes) -> int:
         """Entries of the planned lists (allowed or not)."""
@@ -270,13 +313,13 @@ class Ivf:
     ) -> tuple[I64, F32, bool]:
         """(rows, their scores from the codes, whether they are a filter's exact scan) among
         the `allowed` rows (`mask` / `sel`; None: all): `depth` candidates from the codes of
-        the probed lists (NPROBE nearest, or the planned `probes`). When the probed lists hold
-        fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
+        the probed lists (`own_nprobe` nearest, or the planned `probes`). When the probed lists
+        hold fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
         leaving at most EXACT_BELOW rows is every allowed row instead (no scores)."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
             return rows, np.zeros(len(rows), np.float32), True
-        nprobe = NPROBE if probes is None else len(probes)
+        nprobe = self.own_nprobe() if probes is None else len(probes)
         if probes is not None and self._planned_entries(probes) < depth:
             probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
         while True:

@@ -83,19 +83,22 @@ def packing(kind: str, index: faiss.IndexIVF) -> tuple[int, int]:
     return 1, int(index.code_size)
 
 
-def encode_pq(vectors: F32, offsets: I64, seed: int) -> dict[str, Any]:
-    """The pq4 arrays of `vectors` (rows x dim, already in list order; list i is rows
-    offsets[i]:offsets[i+1]), the quantiser trained on at most PQ_TRAIN of them."""
+def encode_pq(vectors: F32, offsets: I64, seed: int, order: I64 | None = None) -> dict[str, Any]:
+    """The pq4 arrays of `vectors` (rows x dim) taken in `order` (default: as they are), which
+    puts them in list order (list i is entries offsets[i]:offsets[i+1]), the quantiser
+    trained on at most PQ_TRAIN of them. The codes are reordered, not the vectors: a merge of
+    big shards would otherwise hold a second copy of every float32 row."""
     import faiss
 
     rows, dim = vectors.shape
+    at = np.arange(rows) if order is None else np.asarray(order, np.int64)
     pq = faiss.ProductQuantizer(dim, pq_m(dim), PQ_BITS)
     pq.cp.min_points_per_centroid = 1  # a small sample is enough for 16 centroids in 4 dims
     pq.cp.seed = seed
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(rows, PQ_TRAIN, replace=False)) if rows > PQ_TRAIN else slice(None)
-    pq.train(np.ascontiguousarray(vectors[pick], np.float32))
-    codes = pq.compute_codes(np.ascontiguousarray(vectors, np.float32))
+    pq.train(np.ascontiguousarray(vectors[at[pick]], np.float32))
+    codes = pq.compute_codes(np.ascontiguousarray(vectors, np.float32))[at]
     nlist = len(offsets) - 1
     probe = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(dim), dim, 1, pq.M, PQ_BITS)
     packer = probe.get_CodePacker()
@@ -117,14 +120,16 @@ def encode_pq(vectors: F32, offsets: I64, seed: int) -> dict[str, Any]:
     }
 
 
-def encode_sq8(vectors: F32) -> dict[str, Any]:
-    """The sq8 arrays of `vectors` in list order (format 3; kept for tests and comparisons)."""
+def encode_sq8(vectors: F32, order: I64 | None = None) -> dict[str, Any]:
+    """The sq8 arrays of `vectors` taken in `order` (list order; default: as they are),
+    format 3, kept for tests and comparisons."""
     import faiss
 
     dim = vectors.shape[1]
+    x = np.ascontiguousarray(vectors if order is None else vectors[order])
     sq = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit)
-    sq.train(vectors)
-    codes = sq.compute_codes(np.ascontiguousarray(vectors))
+    sq.train(x)
+    codes = sq.compute_codes(x)
     return {
         "ivf_sq": faiss.vector_to_array(sq.trained).astype(np.float32).reshape(2, dim),
         "ivf_codes": codes.reshape(len(vectors), sq.code_size),

@@ -220,8 +220,24 @@ class Shard(Bm25Postings, ShardVectors):
         if self._ivf is None and self._ivf_arrays:
             with self._lock:
                 if self._ivf is None:
-                    self._ivf = ShardIvf(self._ivf_arrays, self.dim, self._grew, self._npz)
+                    index = ShardIvf(self._ivf_arrays, self.dim, self._grew, self._npz)
+                    index.weight = ivf.weight_of(self.n)
+                    self._ivf = index
         return self._ivf
+
+    def ivf_lists(self) -> tuple[F32, I64] | None:
+        """(centroids, the list of each vector row) of a whole shard's IVF index: what a merge
+        keeps (shard_build.build with reuse_lists). None: no IVF, or not loaded whole."""
+        arrays = self._ivf_arrays
+        if not arrays or "ivf_rows" not in arrays or self.lazy:
+            return None
+        offsets = np.asarray(arrays["ivf_offsets"], np.int64)
+        rows = np.asarray(arrays["ivf_rows"], np.int64)
+        if len(rows) != len(self.chunk_doc) or int(offsets[-1]) != len(rows):
+            return None
+        lists = np.empty(len(rows), np.int64)
+        lists[rows] = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        return np.asarray(arrays["ivf_centroids"], np.float32), lists
 
     def ivf_index(self) -> ivf.Ivf | None:
         """The IVF index whose lists a search plans across shards (None: no IVF)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,10 +114,22 @@ class _Postings:
 
 
 def build(
-    docs: Sequence[Doc], *, model: str, dim: int, parts: Sequence[tuple[Shard, Any]] = ()
+    docs: Sequence[Doc],
+    *,
+    model: str,
+    dim: int,
+    parts: Iterable[tuple[Shard, Any]] = (),
+    reuse_lists: bool = False,
 ) -> bytes:
     """Serialise a shard of `parts` (format-2 shards with a keep-mask over their docs, in
-    order) followed by `docs` (turn a format-1 part into docs first: `docs_of`)."""
+    order, each taken once: a caller may drop it then) followed by `docs` (turn a format-1
+    part into docs first: `docs_of`).
+
+    `reuse_lists` (maintenance's merges of big shards, memlake.search.merging): the IVF index
+    is the union of the parts' (their centroids side by side, every kept row in the list it
+    was in; rows of a part without one go to the nearest of those centroids) instead of
+    trained anew: no k-means and no assignment of every row, and the lists a search probes
+    over the merged shard are those it probed over its parts (ivf.plan_probes)."""
     ep, ps = _Postings(), _Postings()
     cols: dict[str, list[Any]] = {k: [] for k in ("seq", "t_start", "t_end", "doc_len")}
     pcols: dict[str, list[Any]] = {k: [] for k in ("p_doc", "p_start", "p_end", "p_len")}
@@ -127,6 +139,7 @@ def build(
     vectors: list[Any] = []
     chunk_doc: list[Any] = []
     chunk_passage: list[Any] = []
+    kept_lists: list[tuple[Any, Any]] = []  # per part: see _union_lists
     offset = p_offset = 0
 
     def ctx_no(name: str | None) -> int:
@@ -153,6 +166,9 @@ def build(
         ctx_col.append(remap[shard.ctx[keep]])  # -1 indexes the trailing NO_CONTEXT
         live = keep[shard.chunk_doc]
         vectors.append(shard.vectors[live])
+        if reuse_lists:
+            own = shard.ivf_lists()
+            kept_lists.append((None, int(live.sum())) if own is None else (own[0], own[1][live]))
         chunk_doc.append(new_no[shard.chunk_doc[live]])
         cp = shard.chunk_passage[live]
         chunk_passage.append(np.where(cp >= 0, p_new[np.maximum(cp, 0)], -1))
@@ -202,7 +218,7 @@ def build(
     p_indptr, p_indices, p_tf = ps.csc(renum[p_terms], len(vocab), np.uint16)
 
     def cat(parts: list[Any], dtype: Any) -> Any:
-        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
 
     head = {"format": FORMAT, "model": model, "dim": dim, "k1": K1, "b": B}
     head["contexts"] = list(contexts)
@@ -229,8 +245,36 @@ def build(
         "p_tf": p_tf,
         "chunk_passage": cat(chunk_passage, np.int32),
     }
+    del vectors  # the parts' copies (a merge of big shards holds them twice otherwise)
     if len(arrays["vectors"]) >= ivf.IVF_MIN_ROWS:  # format 3: the IVF index, trained here
-        arrays.update(ivf.train(arrays["vectors"]))
+        union = _union_lists(kept_lists, arrays["vectors"]) if reuse_lists else None
+        if union is None:
+            arrays.update(ivf.train(arrays["vectors"]))
+        else:
+            arrays.update(ivf.index_arrays(arrays["vectors"], *union))
     sink = io.BytesIO()
     np.savez(sink, **arrays)
+    del arrays  # before the copy of the bytes: a merge would hold its shard three times
     return sink.getvalue()
+
+
+def _union_lists(kept: Sequence[tuple[Any, Any]], x: Any) -> tuple[Any, Any] | None:
+    """(centroids, list of each row of `x`) from the parts' IVF lists, per part (centroids,
+    list of each kept row) or (None, kept rows) without an IVF (None: no part has one). Rows
+    in no part's list (a part without IVF, new docs) go to the nearest centroid."""
+    if all(c is None for c, _ in kept):
+        return None
+    centroids, lists = [], np.full(len(x), -1, np.int64)
+    base = row = 0
+    for c, own in kept:
+        if c is None:
+            row += own
+            continue
+        lists[row : row + len(own)] = own + base
+        centroids.append(c)
+        base, row = base + len(c), row + len(own)
+    union = np.concatenate(centroids)
+    missing = np.flatnonzero(lists < 0)
+    if len(missing):
+        lists[missing] = ivf.assign(x[missing], union)
+    return union, lists

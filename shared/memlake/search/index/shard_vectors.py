@@ -43,7 +43,9 @@ class Candidates:
     scores: F32
     kind: Literal["exact", "all", "codes"]
     want: int  # rows kept after the re-score
-    depth: int  # candidates asked: as many came, the shard may hold more
+    #: candidates asked of a shard's worth of rows (an IVF shard of weight w asked w x as many:
+    #: ivf.weight_of): the depth one cutoff across shards is counted in (decision 1318)
+    depth: int
     allowed: int  # rows the filter allows
 
 
@@ -74,6 +76,12 @@ class ShardVectors:
         params, keep = vector_scan.row_filter(rows_mask)
         return params, keep, rows_mask, allowed
 
+    def _weighted(self, depth: int, allowed: int) -> int:
+        """Candidates an IVF shard takes from its codes: `depth` for each tier-2 shard's worth
+        of docs it holds (ivf.weight_of), so a merged shard gives the cutoff across shards the
+        candidates its inputs gave (docs/decisions/2501)."""
+        return min(allowed, round(depth * ivf.weight_of(self.n)))
+
     def _want(self, k: int, allowed: int) -> int:
         """Rows wanted for k docs: the nearest rows are mostly of distinct docs (a search
         asks again for more when they are not)."""
@@ -96,7 +104,8 @@ class ShardVectors:
             ivf_index = self._ivf_index()
             assert ivf_index is not None
             sel = None if params is None else params.sel
-            rows, scores, scan = ivf_index.candidates(q, depth, allowed, rows_mask, sel, probes)
+            asked = self._weighted(depth, allowed)
+            rows, scores, scan = ivf_index.candidates(q, asked, allowed, rows_mask, sel, probes)
             del keep
             return Candidates(q, rows, scores, "all" if scan else "codes", want, depth, allowed)
         exact = len(self.vectors) < SQ8_MIN_ROWS
@@ -148,6 +157,7 @@ class ShardVectors:
             ivf_index = self._ivf_index()
             assert ivf_index is not None
             sel = None if params is None else params.sel
+            depth = self._weighted(depth, allowed)
             return ivf_index.nearest(q, self.vectors, want, depth, allowed, rows_mask, sel, probes)
         index = self._index()
         if len(self.vectors) < SQ8_MIN_ROWS:

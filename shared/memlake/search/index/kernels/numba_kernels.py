@@ -31,7 +31,7 @@ SIGNATURES: dict[str, tuple[Any, ...]] = {
     ),
     "best_passages": (_RO_I64, _RO_I64, _RO_F32),
     "top_docs": (_RO_I64, _RO_F32, _INT, _RO_I32, _RO_I32, _INT, _INT),
-    "plan_lists": (_RO_F32, _RO_I64, _INT, _INT, _INT),
+    "plan_lists": (_RO_F32, _RO_I64, _INT, _INT, _RO_I64),
 }  # fmt: skip
 
 _jit = numba.njit(nogil=True, cache=True)
@@ -211,7 +211,7 @@ def plan_lists(every, starts, budget, least, most):  # type: ignore[no-untyped-d
         for j in range(starts[i], starts[i + 1]):
             if every[j] >= cut:
                 above += 1
-        counts[i] = min(size, max(least, min(most, above)))
+        counts[i] = min(size, max(least, min(most[i], above)))
     lists = np.empty(counts.sum(), np.int64)
     at = 0
     for i in range(shards):

@@ -184,10 +184,10 @@ def top_docs(
     return docs[top], scores[top], second[docs[top]], passage
 
 
-def plan_lists(every: F32, starts: I64, budget: int, least: int, most: int) -> tuple[I64, I64]:
+def plan_lists(every: F32, starts: I64, budget: int, least: int, most: I64) -> tuple[I64, I64]:
     """The probe plan's lists (decision 1303): `every` is each shard's centroid scores one
     after the other (shard i's from starts[i] to starts[i + 1]); the `budget` best over all of
-    them decide how many lists each shard takes (at least `least`, at most `most`), each its
+    them decide how many lists each shard takes (at least `least`, at most `most[i]`), each its
     own best, best first, equal scores by list number. (lists of every shard one after the
     other, how many each shard took)."""
     cut = -np.inf if budget > 0 else np.inf
@@ -198,7 +198,7 @@ def plan_lists(every: F32, starts: I64, budget: int, least: int, most: int) -> t
     parts = []
     for i in range(shards):
         s = every[starts[i] : starts[i + 1]]
-        take = min(len(s), max(least, min(most, int((s >= cut).sum()))))
+        take = min(len(s), max(least, min(int(most[i]), int((s >= cut).sum()))))
         parts.append(np.argsort(-s, kind="stable")[:take].astype(np.int64))
         counts[i] = take
     lists = np.concatenate(parts) if parts else np.zeros(0, np.int64)

@@ -1,0 +1,101 @@
+"""A maintenance merge keeps its inputs' IVF lists (shard_build.build with reuse_lists,
+docs/decisions/2501): the merged shard's centroids are theirs side by side, every kept row
+stays in its list, and a search over the merged shard plans the lists it planned over them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memlake.search.index import ivf
+from memlake.search.index.shard import Doc, Shard
+from memlake.search.index.shard_build import build
+from tests.unit.test_probe_plan import DOCS, OTHER, _queries, _shard
+from tests.unit.test_vector_scan_sq8 import DIM, TOPICS
+
+
+@pytest.fixture(scope="module")
+def inputs() -> list[Shard]:
+    return [_shard(TOPICS[:32], 1), _shard(TOPICS[16:48], 2), _shard(OTHER, 3)]
+
+
+def _lists_by_row(shard: Shard) -> dict[tuple[str, int], int]:
+    """(episode id, its n-th vector row) -> list number."""
+    got = shard.ivf_lists()
+    assert got is not None
+    out, seen = {}, {}
+    for row, doc in enumerate(shard.chunk_doc.tolist()):
+        eid = shard.id_list[doc]
+        seen[eid] = seen.get(eid, -1) + 1
+        out[(eid, seen[eid])] = int(got[1][row])
+    return out
+
+
+def test_the_merged_ivf_is_the_union_of_the_inputs_lists(inputs: list[Shard]) -> None:
+    # GIVEN three IVF shards, a tenth of the first one's episodes dead
+    keep = np.ones(DOCS, bool)
+    keep[::10] = False
+    parts = [(inputs[0], keep), (inputs[1], None), (inputs[2], None)]
+    # WHEN they merge as maintenance merges them
+    merged = Shard.from_bytes(build([], model="m", dim=DIM, parts=parts, reuse_lists=True))
+    # THEN the dead episodes are gone, and the centroids are the inputs' side by side
+    assert merged.n == 3 * DOCS - DOCS // 10
+    assert not set(merged.id_list) & {inputs[0].id_list[d] for d in np.flatnonzero(~keep)}
+    union = merged.ivf_lists()
+    assert union is not None
+    own = [s.ivf_lists() for s in inputs]
+    assert all(o is not None for o in own)
+    base = np.cumsum([0] + [len(o[0]) for o in own if o is not None])
+    assert np.array_equal(union[0], np.concatenate([o[0] for o in own if o is not None]))
+    # AND every kept vector row sits in the list it was in, numbered after the lists before it
+    after, kept = _lists_by_row(merged), set(merged.id_list)
+    for shard, offset in zip(inputs, base, strict=False):
+        for key, no in _lists_by_row(shard).items():
+            if key[0] in kept:
+                assert after[key] == no + offset
+    assert merged.ivf_index() is not None and merged.format == inputs[0].format
+
+
+def test_a_search_plans_the_same_lists_over_the_merged_shard(
+    inputs: list[Shard], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ivf, "WEIGHT_DOCS", DOCS)  # each input is one shard's worth
+    merged = Shard.from_bytes(
+        build([], model="m", dim=DIM, parts=[(s, None) for s in inputs], reuse_lists=True)
+    )
+    one = merged.ivf_index()
+    apart = [s.ivf_index() for s in inputs]
+    assert one is not None and one.weight == 3 and all(i is not None for i in apart)
+    assert one.own_nprobe() == 3 * ivf.NPROBE  # alone, it probes what the three did
+    base = np.cumsum([0] + [i.nlist for i in apart if i is not None])
+    for q in _queries(inputs):
+        q = q.reshape(1, -1).astype(np.float32)
+        [together] = ivf.plan_probes([one], q, most=10**6)
+        planned = ivf.plan_probes([i for i in apart if i is not None], q, most=10**6)
+        were = {int(n) + int(b) for p, b in zip(planned, base, strict=False) for n in p.lists[0]}
+        assert set(together.lists[0].tolist()) == were
+
+
+def test_rows_of_an_input_without_ivf_go_to_the_nearest_list(inputs: list[Shard]) -> None:
+    rng = np.random.default_rng(5)
+    vectors = TOPICS[rng.integers(0, 32, 40)]
+    one = [(0, 1, ["w"])]
+    small = Shard.from_bytes(
+        build(
+            [
+                Doc(f"x{i}", i, i, i, None, ["w"], vectors[i : i + 1], passages=one)
+                for i in range(40)
+            ],
+            model="m",
+            dim=DIM,
+        )
+    )
+    assert small.ivf_lists() is None  # 40 rows: flat
+    merged = Shard.from_bytes(
+        build([], model="m", dim=DIM, parts=[(inputs[0], None), (small, None)], reuse_lists=True)
+    )
+    got = merged.ivf_lists()
+    assert got is not None
+    centroids, lists = got
+    tail = np.asarray(merged.vectors[-40:])
+    assert np.array_equal(lists[-40:], np.argmax(tail @ centroids.T, axis=1))
