@@ -10,8 +10,10 @@ Layout (log-structured, like an LSM tree): the tail is rebuilt on every write th
 until it holds TAIL_DOCS; then it is sealed as a tier-0 shard and a new tail starts. When
 FANOUT sealed shards of one tier sit at the end, they merge into one shard of the next tier
 (at most MAX_TIER: 64 -> 512 -> 4,096 episodes). A sealed shard whose dead docs pass
-DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Every rebuild reuses
-stored term frequencies and vectors (nothing is re-embedded).
+DEAD_FRACTION is rebuilt without them; a shard with no live doc is dropped. Bigger shards are
+maintenance's (memlake.search.merging merges runs of tier-2 shards into tiers 3 and 4, off
+the write path: `maintained`): a write marks their docs dead but never rebuilds them. Every
+rebuild reuses stored term frequencies and vectors (nothing is re-embedded).
 
 Episodes whose later passages are not embedded yet (docs/decisions/1041) are listed in the
 `vector_backlog` table; the vectors the deferred pass adds join the shard holding the episode
@@ -24,7 +26,7 @@ write touches it, one sealed shard per write, and by maintenance
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -71,8 +73,19 @@ def merge_plan(shards: tuple[ShardInfo, ...]) -> tuple[int, int] | None:
     return run[0], run[-1] + 1
 
 
+def maintained(info: ShardInfo) -> bool:
+    """A shard bigger than any the write path builds (a full tier MAX_TIER): maintenance
+    merged it (memlake.search.merging), and only maintenance rebuilds it (decision 2501)."""
+    return info.tier > MAX_TIER or info.docs > TAIL_DOCS * FANOUT**MAX_TIER
+
+
 def needs_purge(info: ShardInfo) -> bool:
-    return not info.tail and info.docs > 0 and len(info.dead) / info.docs > DEAD_FRACTION
+    return (
+        not info.tail
+        and info.docs > 0
+        and not maintained(info)
+        and len(info.dead) / info.docs > DEAD_FRACTION
+    )
 
 
 def outdated(info: ShardInfo) -> bool:
@@ -80,6 +93,15 @@ def outdated(info: ShardInfo) -> bool:
     layout. A format-3 shard (SQ8 codes) searches as well as a format-4 one, only slower:
     retraining its IVF in a write (seconds) is not worth it; merges and purges rewrite it."""
     return info.format < UPGRADE_BELOW
+
+
+def _drain(
+    items: list[tuple[Shard, np.ndarray | None]],
+) -> Iterator[tuple[Shard, np.ndarray | None]]:
+    """The items, each let go of as it is taken (a merge's inputs are freed as it copies them)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 class Layout:
@@ -107,7 +129,13 @@ class Layout:
         return shard, keep
 
     def _write(
-        self, parts: list[ShardInfo], docs: list[Doc], *, tail: bool, drop: tuple[str, ...] = ()
+        self,
+        parts: list[ShardInfo],
+        docs: list[Doc],
+        *,
+        tail: bool,
+        drop: tuple[str, ...] = (),
+        reuse_lists: bool = False,
     ) -> ShardInfo:
         loaded, old_docs = [], []
         for shard, keep in (self._load(p, drop) for p in parts):
@@ -123,7 +151,7 @@ class Layout:
             old_docs.extend(docs_of(shard, keep, rows))
         docs = old_docs + list(docs)
         dim = len(docs[0].vectors[0]) if docs else loaded[0][0].dim
-        data = build(docs, model=self.model, dim=dim, parts=loaded)
+        data = build(docs, model=self.model, dim=dim, parts=_drain(loaded), reuse_lists=reuse_lists)
         key = keys.object_key(self.tenant, "search", f"{new_id()}.npz")
         self.store.put(key, data, if_absent=True)
         shard = Shard.from_bytes(data)
@@ -150,6 +178,12 @@ class Layout:
         build lays a tenant's shards out directly: tests/bench/scale_tenant.py)."""
         return self._write([], docs, tail=tail)
 
+    def merge(self, parts: list[ShardInfo], tier: int) -> ShardInfo:
+        """One sealed shard of tier `tier` holding the live docs of `parts` (adjacent, oldest
+        first), its IVF index the union of theirs: maintenance's merges of big shards
+        (memlake.search.merging), never a write's."""
+        return replace(self._write(parts, [], tail=False, reuse_lists=True), tier=tier)
+
     def apply(self, state: SearchState, docs: list[Doc]) -> SearchState:
         shards = [s for s in state.shards if s.live > 0 or s.tail]
         if docs:
@@ -166,7 +200,8 @@ class Layout:
                 shards[a:b] = [merged]
         upgrades = UPGRADES_PER_COMMIT
         for i, info in enumerate(shards):
-            if needs_purge(info) or (upgrades > 0 and outdated(info) and not info.tail):
+            upgrade = upgrades > 0 and outdated(info) and not info.tail and not maintained(info)
+            if needs_purge(info) or upgrade:
                 upgrades -= outdated(info)
                 shards[i] = self._write([info], [], tail=False)
         shards = [s for s in shards if s.live > 0]
