@@ -4,14 +4,17 @@ Filling a lake through the commit hooks 64 episodes at a time (search_bench.py) 
 re-merges shards all the way and held ~1.35 GB per 10k x 20 episodes; this builds the same end
 state directly, in bounded memory:
 
-- the shard layout the server's Layout reaches for n episodes written 64 per commit (`layout`:
-  replayed with memlake.search.index.layout's own merge rule: 4,096-episode tier-2 shards, then
-  tier-1 (512), tier-0 (64) and the tail), each shard's episodes written in ONE commit on a
-  bare lake (no hooks), so a shard's seq range is that commit's version;
+- the shard layout the server reaches for n episodes written 64 per commit (`layout`: replayed
+  with memlake.search.index.layout's own merge rule: 4,096-episode tier-2 shards, then tier-1
+  (512), tier-0 (64) and the tail; and after every commit maintenance's merges,
+  memlake.search.merging.plan: tier-3 shards of up to 32,768 episodes), each write-path
+  shard's episodes written in ONE commit on a bare lake (no hooks), so a shard's seq range is
+  that commit's version (a merged shard's: its parts' commits);
 - per shard, its docs as the indexing hook makes them (memlake.search.indexing.episode_doc:
   terms, passages, vectors) and the object and ShardInfo as the layout writes them
   (memlake.search.index.layout.Layout.seal -> memlake.search.index.shard_build.build, so a new index
-  format is picked up), then one commit of the manifest's search state;
+  format is picked up; a merged shard: Layout.merge of them, as maintenance merges), then one
+  commit of the manifest's search state;
 - vectors generated shard by shard (scale_bench.py: tests/bench/vectors.py, one seed per
   shard), never held whole: the exact top-10 of every query (an episode scores its best
   row) is kept as they pass, and an optional sink (LanceDB) gets the same rows.
@@ -33,32 +36,53 @@ import numpy as np
 
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
+from memlake.search import merging
 from memlake.search.index import layout as shard_layout
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.layout import Layout
 from memlake.search.index.passages import Embedded
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
 from memlake.search.indexing import episode_doc
+from memlake.search.merging import MergeRules
 from tests.bench import search_bench
 
 TENANT = search_bench.TENANT
 PER = 20  # vectors per episode
+#: the tier maintenance merges up to, as the server runs by default (MEMLAKE_SHARD_MERGE_TIER)
+MERGE_TIER = 3
 #: (first episode number, rows, their passage offsets, their vectors) of one shard's episodes
 Sink = Callable[[int, list[dict[str, Any]], list[tuple[list[int], list[int]]], np.ndarray], None]
 
 
-def layout(n: int) -> list[tuple[int, bool]]:
-    """(docs, is the tail) of each shard the server's Layout holds after n episodes written
-    in commits of shard_layout.TAIL_DOCS, oldest first (its merge rule replayed on stubs)."""
+@dataclass(frozen=True)
+class Planned:
+    """One shard of a planned layout: its docs, whether it is the tail, its tier, and for a
+    shard maintenance merged, the docs of the write path's shards it was made of (in order)."""
+
+    docs: int
+    tail: bool
+    tier: int = 0
+    parts: tuple[int, ...] = ()
+
+
+def layout(n: int, tier: int = MERGE_TIER) -> list[Planned]:
+    """The shards the server holds after n episodes written in commits of
+    shard_layout.TAIL_DOCS, oldest first: the write path's merge rule replayed on stubs, and
+    after every commit maintenance's merges up to `tier` (memlake.search.merging.plan, as the
+    serve tick runs them; 2: the write path's shards alone)."""
+    rules = MergeRules.for_tier(tier)
     held: list[ShardInfo] = []
+    parts: dict[str, tuple[int, ...]] = {}
 
     def stub(docs: int, tier: int, tail: bool) -> ShardInfo:
-        return ShardInfo("", docs, docs, 0, (0, 0), (0, 0), (), False, tier=tier, tail=tail)
+        key = f"s{len(parts)}"
+        parts[key] = ()
+        return ShardInfo(key, docs, docs, 0, (0, 0), (0, 0), (), False, tier=tier, tail=tail)
 
     for start in range(0, n, shard_layout.TAIL_DOCS):
         docs = min(shard_layout.TAIL_DOCS, n - start)
         if held and held[-1].tail and held[-1].docs + docs <= shard_layout.TAIL_DOCS:
-            held[-1] = replace(held[-1], docs=held[-1].docs + docs)
+            held[-1] = replace(held[-1], docs=held[-1].docs + docs, chunks=held[-1].docs + docs)
             continue
         if held:
             held[-1] = replace(held[-1], tail=False, tier=shard_layout.tier_of(held[-1].docs))
@@ -67,7 +91,12 @@ def layout(n: int) -> list[tuple[int, bool]]:
             a, b = plan
             total = sum(s.docs for s in held[a:b])
             held[a:b] = [stub(total, shard_layout.tier_of(total), False)]
-    return [(s.docs, s.tail) for s in held]
+        while (run := merging.plan(tuple(held), rules)) is not None:
+            inputs = held[run.start : run.end]
+            merged = stub(sum(s.docs for s in inputs), run.tier, False)
+            parts[merged.key] = tuple(d for s in inputs for d in parts[s.key] or (s.docs,))
+            held[run.start : run.end] = [merged]
+    return [Planned(s.docs, s.tail, s.tier, parts[s.key]) for s in held]
 
 
 class ExactTop:
@@ -115,55 +144,75 @@ def build(
     query_vectors: np.ndarray,
     sink: Sink | None = None,
     per: int = PER,
+    tier: int = MERGE_TIER,
 ) -> Tenant:
-    """Write n episodes x `per` vectors into `lake` (bare: no hooks) as above;
-    `vectors_of(shard number, episodes)` gives a shard's (episodes * per, dim) unit rows."""
+    """Write n episodes x `per` vectors into `lake` (bare: no hooks) as above, in the layout
+    maintenance keeps merging up to `tier` (2: the write path's shards alone); `vectors_of(shard
+    number, episodes)` gives a write-path shard's (episodes * per, dim) unit rows. A merged
+    shard is its write-path shards built one by one, then merged by Layout.merge as
+    maintenance merges them (memlake.search.merging); their objects are deleted."""
     cache = ShardCache(max_bytes=0)  # Layout keeps what it writes warm: here only the last
     exact = ExactTop(query_vectors)
     ids: list[str] = []
     infos: list[ShardInfo] = []
     took = {"rows_s": 0.0, "vectors_s": 0.0, "shards_s": 0.0, "exact_s": 0.0, "sink_s": 0.0}
-    first = dim = 0
-    sizes = layout(n)
-    for no, (docs, tail) in enumerate(sizes):
-        t0 = time.perf_counter()
-        rows = []
-        for i in range(first, first + docs):
-            row = {"id": new_id(), "content": search_bench.episode_text(i), "context": f"c{i % 4}"}
-            row["created_at"] = row["started_at"] = search_bench.time_of(i)
-            rows.append(row)
+    took["merge_s"] = 0.0
+    first = dim = no = 0
+    planned = layout(n, tier)
+    pieces = sum(len(p.parts) or 1 for p in planned)
+    for shard in planned:
+        made = []
+        for docs in shard.parts or (shard.docs,):
+            t0 = time.perf_counter()
+            rows = []
+            for i in range(first, first + docs):
+                row = {"id": new_id(), "content": search_bench.episode_text(i)}
+                row["context"] = f"c{i % 4}"
+                row["created_at"] = row["started_at"] = search_bench.time_of(i)
+                rows.append(row)
 
-        def change(txn: Transaction, rows: list[dict[str, Any]] = rows) -> None:
-            for r in rows:
-                txn.put("episodes", r)
+            def change(txn: Transaction, rows: list[dict[str, Any]] = rows) -> None:
+                for r in rows:
+                    txn.put("episodes", r)
 
-        lake.commit(TENANT, change)
-        version = lake.snapshot(TENANT).version
-        ids.extend(r["id"] for r in rows)
-        t1 = time.perf_counter()
-        flat = np.asarray(vectors_of(no, docs), np.float32)
-        dim = flat.shape[1]
-        t2 = time.perf_counter()
-        spans = [windows(r["content"], per) for r in rows]
-        built = [
-            episode_doc(r["id"], r, version, Embedded("", s, e, flat[j * per : (j + 1) * per]))
-            for j, (r, (s, e)) in enumerate(zip(rows, spans, strict=True))
-        ]
-        writer = Layout(cache, lake.store, TENANT, version, model)
-        infos.append(writer.seal(built, tail=tail))
-        del built
-        t3 = time.perf_counter()
-        exact.add(first, flat, per)
-        t4 = time.perf_counter()
-        if sink is not None:
-            sink(first, rows, spans, flat)
-        t5 = time.perf_counter()
-        for key, a, b in (("rows_s", t0, t1), ("vectors_s", t1, t2), ("shards_s", t2, t3)):
-            took[key] += b - a
-        took["exact_s"] += t4 - t3
-        took["sink_s"] += t5 - t4
-        first += docs
-        print(f"  shard {no + 1}/{len(sizes)}: {first} episodes", flush=True)
+            lake.commit(TENANT, change)
+            version = lake.snapshot(TENANT).version
+            ids.extend(r["id"] for r in rows)
+            t1 = time.perf_counter()
+            flat = np.asarray(vectors_of(no, docs), np.float32)
+            dim = flat.shape[1]
+            t2 = time.perf_counter()
+            spans = [windows(r["content"], per) for r in rows]
+            built = [
+                episode_doc(r["id"], r, version, Embedded("", s, e, flat[j * per : (j + 1) * per]))
+                for j, (r, (s, e)) in enumerate(zip(rows, spans, strict=True))
+            ]
+            writer = Layout(cache, lake.store, TENANT, version, model)
+            made.append(writer.seal(built, tail=shard.tail))
+            del built
+            t3 = time.perf_counter()
+            exact.add(first, flat, per)
+            t4 = time.perf_counter()
+            if sink is not None:
+                sink(first, rows, spans, flat)
+            t5 = time.perf_counter()
+            for key, a, b in (("rows_s", t0, t1), ("vectors_s", t1, t2), ("shards_s", t2, t3)):
+                took[key] += b - a
+            took["exact_s"] += t4 - t3
+            took["sink_s"] += t5 - t4
+            first += docs
+            no += 1
+            print(f"  shard {no}/{pieces}: {first} episodes", flush=True)
+        if shard.parts:
+            t0 = time.perf_counter()
+            writer = Layout(ShardCache(0), lake.store, TENANT, version, model)
+            infos.append(writer.merge(made, shard.tier))
+            for info in made:
+                lake.store.delete(info.key)
+            took["merge_s"] += time.perf_counter() - t0
+            print(f"  merged {len(made)} shards into tier {shard.tier}", flush=True)
+        else:
+            infos.extend(made)
 
     state = SearchState(model=model, dim=dim, shards=tuple(infos))
 

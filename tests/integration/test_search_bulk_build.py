@@ -1,7 +1,8 @@
 """The scale bench's bulk build (tests/bench/scale_tenant.py) makes the tenant the server would:
-the same shard layout as commits through the indexing hooks, shards whose seq ranges are the
-commits that wrote their rows (Layout.seal), so search, add_episode and delete_episode work on
-it as on a tenant filled one write at a time."""
+the same shard layout as commits through the indexing hooks with maintenance merging after
+each (memlake.search.merging), shards whose seq ranges are the commits that wrote their rows
+(Layout.seal, Layout.merge), so search, add_episode and delete_episode work on it as on a
+tenant filled one write at a time."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memlake.episodes import TABLE
 from memlake.search.hybrid import search
 from memlake.search.index import layout
 from memlake.search.index.state import SearchState
+from memlake.search.merging import MergeRules, merge_shards
 from memlake.search.query.params import SearchParams
 from memlake.store.local import LocalStore
 from memlake.tools import add_episode, delete_episode
@@ -54,9 +56,13 @@ def test_layout_is_the_one_commits_through_the_hooks_reach(
                 )
 
         lake.commit(scale_tenant.TENANT, change)
+        merge_shards(lake, T, rules=MergeRules.for_tier(3))  # maintenance, as the tick runs
     state = SearchState.from_extra(lake.snapshot(scale_tenant.TENANT).extra)
     assert state is not None
-    assert [(s.docs, s.tail) for s in state.shards] == scale_tenant.layout(n)
+    planned = scale_tenant.layout(n)
+    assert [(s.docs, s.tail, s.tier) for s in state.shards] == [
+        (p.docs, p.tail, p.tier) for p in planned
+    ]
 
 
 def test_a_bulk_built_tenant_searches_and_takes_writes_like_a_filled_one(
@@ -64,21 +70,25 @@ def test_a_bulk_built_tenant_searches_and_takes_writes_like_a_filled_one(
 ) -> None:
     embedder = HashEmbedder()
     lake = bare_lake(LocalStore(tmp_path), dim=embedder.dim)
-    sizes = scale_tenant.layout(37)
+    planned = scale_tenant.layout(37)
+    pieces = [d for p in planned for d in p.parts or (p.docs,)]  # write-path shards
+    assert planned[0].tier == 3 and planned[0].parts == (16, 16)  # maintenance merged them
     # a row of episode 1 (first shard) and of the last episode (the tail)
-    probes = np.stack([_unit_rows(0, sizes[0][0])[5], _unit_rows(len(sizes) - 1, 1)[2]])
+    probes = np.stack([_unit_rows(0, pieces[0])[5], _unit_rows(len(pieces) - 1, 1)[2]])
     tenant = scale_tenant.build(
         lake, tmp_path, 37, embedder.name, _unit_rows, probes, per=PER
     )  # fmt: skip
     snap = lake.snapshot(T)
     state = SearchState.from_extra(snap.extra)
-    assert state is not None and len(state.shards) == len(sizes) > 2
-    # every shard's seq range is the commit its episodes' rows were written in
+    assert state is not None and len(state.shards) == len(planned) > 2
+    assert [(s.docs, s.tier) for s in state.shards] == [(p.docs, p.tier) for p in planned]
+    # every shard's seq range is the commits its episodes' rows were written in, one for a
+    # shard of the write path, its parts' for a merged one
     first = 0
-    for info, (docs, _) in zip(state.shards, sizes, strict=True):
-        seqs = {snap.table(TABLE).locate(tenant.ids[e]).seq for e in range(first, first + docs)}
-        assert seqs == {info.seq[0]} and info.seq[0] == info.seq[1]
-        first += docs
+    for info, p in zip(state.shards, planned, strict=True):
+        seqs = {snap.table(TABLE).locate(tenant.ids[e]).seq for e in range(first, first + p.docs)}
+        assert (min(seqs), max(seqs)) == info.seq and len(seqs) == (len(p.parts) or 1)
+        first += p.docs
 
     ctx = indexed_context(
         Principal(T), bare_lake(LocalStore(tmp_path), dim=64), Settings(), embedder
