@@ -126,11 +126,13 @@ def run_maintain(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict()))
     else:
         failed = f"; failed: {', '.join(report.failed)}" if report.failed else ""
+        runs = report.shard_merges
+        merged = f" merged {_count(runs, 'run')} of index shards," if runs else ""
         print(
             f"{_count(report.tenants, 'tenant')}: compacted"
             f" {_count(report.compacted_tables, 'table')}, embedded"
             f" {_count(report.passages_embedded, 'passage')} ({report.passages_pending} pending),"
-            f" deleted {_count(report.deleted_objects, 'unreferenced object')} and"
+            f"{merged} deleted {_count(report.deleted_objects, 'unreferenced object')} and"
             f" {_count(report.deleted_manifests, 'old manifest')}{failed}"
         )
     return 1 if report.failed else 0

@@ -69,6 +69,12 @@ class Settings:
     #: authorizer); read only when AWS_SAM_LOCAL=true, which SAM CLI sets (docs/decisions/1160)
     sam_local_tenant: str = ""
     compact_min_segments: int = 32
+    #: the highest index shard tier maintenance merges into (docs/decisions/2501): 3 (32,768
+    #: episodes), 4 (262,144: ~3x its shards' bytes of memory, a big host only), 2: none;
+    #: and the memory one merge may take by its estimate (0: no bound; a Lambda function: 3/4
+    #: of its memory), a bigger merge waits for a host that has it
+    shard_merge_tier: int = 3
+    shard_merge_memory_bytes: int = 0
     #: search embeddings: "minilm" (local numpy model), "bedrock" (Titan Text Embeddings v2)
     #: or "openai" (an OpenAI-compatible endpoint); memlake.config_models says what each needs
     embedder: str = "minilm"
@@ -181,6 +187,10 @@ class Settings:
             if os.environ.get("AWS_SAM_LOCAL") == "true"
             else "",
             compact_min_segments=_int("MEMLAKE_COMPACT_MIN_SEGMENTS", 32, low=2),
+            shard_merge_tier=_int("MEMLAKE_SHARD_MERGE_TIER", 3, low=2, high=4),
+            shard_merge_memory_bytes=_int(
+                "MEMLAKE_SHARD_MERGE_MEMORY_BYTES", _merge_memory_default(), low=0
+            ),
             **models_from_env(_text, _int),
             rerank_candidates=_int("MEMLAKE_RERANK_CANDIDATES", 20, low=1, high=RERANK_MAX),
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
@@ -233,6 +243,15 @@ def _cache_default(share: float) -> int:
     if not raw.isdigit() or int(raw) <= 0:
         return 1 << 30
     return int(int(raw) * (1 << 20) * share)
+
+
+def _merge_memory_default() -> int:
+    """0 (no bound), or in a Lambda function 3/4 of its memory: a shard merge estimated to
+    need more is not started there (the runtime, caches and model take the rest)."""
+    raw = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "").strip()
+    if not raw.isdigit() or int(raw) <= 0:
+        return 0
+    return int(raw) * (1 << 20) * 3 // 4
 
 
 def in_lambda() -> bool:

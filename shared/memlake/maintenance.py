@@ -1,5 +1,6 @@
 """Lake maintenance, one policy for every door: the vectors writes left pending
-(memlake.search.backfill), then compaction, then GC.
+(memlake.search.backfill), then merges of index shards into tiers above the write path's
+(memlake.search.merging), then compaction, then GC.
 
 `maintenance_policy(settings, door)` holds every threshold, derived from Settings; the doors
 differ only in how often they run (docs/decisions/1155-maintenance-policy.md):
@@ -25,6 +26,8 @@ from memlake.ids import TENANT_PATTERN
 from memlake.lake.compaction import CompactionReport, compact
 from memlake.lake.gc import GRACE_SECONDS, GcReport, collect_garbage
 from memlake.search.backfill import BackfillReport, embed_pending
+from memlake.search.index.layout import MAX_TIER
+from memlake.search.merging import MergeReport, MergeRules, merge_shards
 from memlake.store.base import ObjectStore
 
 if TYPE_CHECKING:
@@ -55,18 +58,31 @@ class MaintenancePolicy:
     embed_budget: int | None
     #: delete objects unreferenced for this long (None: no GC in this pass)
     gc_grace_seconds: float | None
+    #: index shards merged up to this tier (memlake.search.merging; 2 or less: none), at most
+    #: `merge_limit` merges per tenant (None: until none is due or the deadline), each within
+    #: `merge_memory` bytes by its estimate (None: no bound)
+    merge_tier: int = 0
+    merge_limit: int | None = None
+    merge_memory: int | None = None
 
 
 def maintenance_policy(settings: Settings, door: Door) -> MaintenancePolicy:
-    """Every maintenance threshold, from MEMLAKE_COMPACT_MIN_SEGMENTS and
-    MEMLAKE_EMBED_BATCH_PASSAGES, by how often the door runs."""
+    """Every maintenance threshold, from MEMLAKE_COMPACT_MIN_SEGMENTS,
+    MEMLAKE_EMBED_BATCH_PASSAGES and MEMLAKE_SHARD_MERGE_*, by how often the door runs."""
     segments, batch = settings.compact_min_segments, settings.embed_batch_passages
-    if door == "tick":  # every 2 s: wait for a pile of segments; one batch over all tenants
-        return MaintenancePolicy(segments, segments // 2, batch, batch, GRACE_SECONDS)
-    if door == "scheduled":  # hourly: merge shorter runs; embed more, per tenant
+    tier, memory = settings.shard_merge_tier, settings.shard_merge_memory_bytes or None
+    if door == "tick":  # every 2 s: wait for a pile of segments; one batch over all tenants;
+        # one shard merge per tenant (tens of seconds on this thread: the next tick waits)
+        return MaintenancePolicy(
+            segments, segments // 2, batch, batch, GRACE_SECONDS, tier, 1, memory
+        )
+    if door == "scheduled":  # hourly: merge shorter runs; embed more, per tenant; every shard
+        # merge due, while the deadline lasts
         runs = max(2, segments // 4)
-        return MaintenancePolicy(1, runs, SCHEDULED_EMBED_BATCHES * batch, None, GRACE_SECONDS)
-    # an operator asked for it now: merge any run of two (`memlake compact --min-segments`)
+        embed = SCHEDULED_EMBED_BATCHES * batch
+        return MaintenancePolicy(1, runs, embed, None, GRACE_SECONDS, tier, None, memory)
+    # an operator asked for it now: merge any run of two (`memlake compact --min-segments`);
+    # `memlake compact` and `memlake gc` are one step each: no embedding, no shard merges
     return MaintenancePolicy(1, 2, 0, None, GRACE_SECONDS)
 
 
@@ -74,6 +90,8 @@ def maintenance_policy(settings: Settings, door: Door) -> MaintenancePolicy:
 class TenantReport:
     embedded: BackfillReport | None = None
     embed_failed: bool = False
+    merged: MergeReport | None = None
+    merge_failed: bool = False
     compaction: CompactionReport | None = None
     gc: GcReport | None = None
 
@@ -89,6 +107,8 @@ class MaintenanceReport(GcReport):
     passages_pending: int = 0
     #: index shards rebuilt to take the vectors the pass embedded (memlake.search.catchup)
     shards_caught_up: int = 0
+    shard_merges: int = 0  # index shard runs merged into one (memlake.search.merging)
+    shard_merges_deferred: int = 0  # due, but past the deadline or memory bound
     failed: list[str] = field(default_factory=list)
 
     def add(self, one: TenantReport) -> None:
@@ -96,6 +116,9 @@ class MaintenanceReport(GcReport):
             self.passages_embedded += one.embedded.passages
             self.passages_pending += one.embedded.left
             self.shards_caught_up += one.embedded.indexed.shards
+        if one.merged is not None:
+            self.shard_merges += one.merged.merged
+            self.shard_merges_deferred += one.merged.deferred
         if one.compaction is not None:
             self.compacted_tables += len(one.compaction.merged)
             self.rows_dropped += one.compaction.rows_dropped
@@ -120,9 +143,9 @@ def maintain_tenant(
     services: Services, tenant: str, policy: MaintenancePolicy, *, deadline: float | None = None
 ) -> TenantReport:
     """One pass over one tenant: up to `policy.embed_passages` pending passages (stopping at
-    `deadline`, a time.monotonic() value), compaction, GC. An embedding failure (a model that
-    will not load, say) is logged and reported and never stops compaction; compaction and GC
-    raise."""
+    `deadline`, a time.monotonic() value), index shard merges (none started that would pass
+    it), compaction, GC. An embedding or merge failure (a model that will not load, say) is
+    logged and reported and never stops compaction; damage, compaction and GC raise."""
     lake = services.lake
     out = TenantReport()
     if policy.embed_passages > 0:
@@ -137,6 +160,21 @@ def maintain_tenant(
         except Exception:
             log.exception("embedding pending passages failed for tenant %s", tenant)
             out.embed_failed = True
+    if policy.merge_tier > MAX_TIER:
+        try:
+            out.merged = merge_shards(
+                lake,
+                tenant,
+                rules=MergeRules.for_tier(policy.merge_tier),
+                limit=policy.merge_limit,
+                deadline=deadline,
+                memory=policy.merge_memory,
+            )
+        except CorruptObject:
+            raise  # logged once per object by run_maintenance
+        except Exception:
+            log.exception("merging index shards failed for tenant %s", tenant)
+            out.merge_failed = True
     if policy.compact_at == 1 or (
         policy.compact_at > 1
         and any(len(s) >= policy.compact_at for s in lake.snapshot(tenant).manifest.tables.values())
@@ -179,7 +217,7 @@ def run_maintenance(
             report.failed.append(tenant)
             continue
         report.add(one)
-        if one.embed_failed:
+        if one.embed_failed or one.merge_failed:
             report.failed.append(tenant)
         if budget is not None and one.embedded is not None:
             budget -= one.embedded.passages

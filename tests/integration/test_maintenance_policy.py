@@ -54,7 +54,7 @@ def test_the_lambda_the_cli_and_the_tick_share_one_policy_from_settings(
     # thresholds from the settings (a quarter of the segments, 16 batches of 7 passages)
     scheduled = MaintenancePolicy(
         compact_at=1, merge_run=3, embed_passages=112, embed_budget=None,
-        gc_grace_seconds=GRACE_SECONDS,
+        gc_grace_seconds=GRACE_SECONDS, merge_tier=3, merge_limit=None, merge_memory=None,
     )  # fmt: skip
     assert report["tenants"] == 2 and report["failed"] == []
     assert seen["lambda"] == seen["cli maintain"] == [("t1", scheduled), ("t2", scheduled)]
@@ -62,5 +62,5 @@ def test_the_lambda_the_cli_and_the_tick_share_one_policy_from_settings(
     assert seen["cli compact"] == [("t1", MaintenancePolicy(1, 2, 0, None, None))]
     assert seen["cli gc"] == [("t1", MaintenancePolicy(0, 2, 0, None, 3600.0))]
     # the local tick: compact at 12 segments merging runs of 6, one batch over all tenants,
-    # no GC before the hour is up
-    assert {p for _, p in seen["tick"]} == {MaintenancePolicy(12, 6, 7, 7, None)}
+    # one index shard merge per tenant, no GC before the hour is up
+    assert {p for _, p in seen["tick"]} == {MaintenancePolicy(12, 6, 7, 7, None, 3, 1)}

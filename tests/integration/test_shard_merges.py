@@ -1,7 +1,8 @@
 """Maintenance merges index shards off the write path (memlake.search.merging, decision 2501):
 search finds the same before and after, deletes and updates made while a merge builds are
-kept, a merge whose inputs changed gives up, a kill at any point loses nothing. Tiers are
-shrunk: a tier-2 shard holds 16 episodes, a tier-3 one 32."""
+kept, a merge whose inputs changed gives up, a kill at any point loses nothing, and the
+maintenance doors run it within their bounds. Tiers are shrunk: a tier-2 shard holds 16
+episodes, a tier-3 one 32."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,10 @@ from typing import Any
 import pytest
 
 import memlake
+from memlake.config import Settings
 from memlake.lake import Lake, Transaction
 from memlake.lake.gc import collect_garbage
+from memlake.maintenance import maintain_tenant, maintenance_policy
 from memlake.search.hybrid import search
 from memlake.search.index import ivf, layout
 from memlake.search.merging import MergeRules, merge_shards
@@ -229,3 +233,25 @@ def test_a_merge_killed_midway_loses_nothing_and_a_later_run_completes_it(
     later = datetime.now(UTC) + timedelta(hours=1)
     collect_garbage(lake, T, grace_seconds=900, now=later)
     assert not _unnamed_shard_objects(lake) & orphans  # no manifest ever named the object
+
+
+def test_maintenance_merges_within_each_doors_bounds(tmp_path: Path, rules: MergeRules) -> None:
+    lake, ctx = make(tmp_path, HashEmbedder())
+    fill(lake, 68)  # four tier-2 shards: two merges of tier 3 are due
+    services = ctx.services
+    tick = maintenance_policy(Settings(), "tick")
+    scheduled = maintenance_policy(Settings(), "scheduled")
+    assert (tick.merge_tier, tick.merge_limit, scheduled.merge_limit) == (3, 1, None)
+    assert maintenance_policy(Settings(shard_merge_tier=2), "tick").merge_tier == 2
+    assert maintenance_policy(Settings(), "operator").merge_tier == 0  # compact / gc: one step
+    # a merge that would pass the deadline, or the memory bound, waits for a later run
+    late = maintain_tenant(services, T, scheduled, deadline=0.0).merged
+    assert late is not None and (late.merged, late.deferred) == (0, 1)
+    small = maintain_tenant(services, T, replace(scheduled, merge_memory=1)).merged
+    assert small is not None and small.deferred == 1
+    assert [t for _, t in shape(lake)][:4] == [2, 2, 2, 2]
+    # the tick merges one run per pass; the scheduled pass all that are due
+    one = maintain_tenant(services, T, tick).merged
+    assert one is not None and one.merged == 1
+    assert maintain_tenant(services, T, scheduled).merged.merged == 1  # type: ignore[union-attr]
+    assert [t for _, t in shape(lake)][:2] == [3, 3]
