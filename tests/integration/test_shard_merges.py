@@ -90,6 +90,27 @@ def test_search_finds_the_same_before_and_after_a_merge(tmp_path: Path, rules: M
     assert merge_shards(lake, T, rules=rules).merged == 0  # nothing left to do
 
 
+def test_a_shard_holding_episodes_with_pending_vectors_waits(
+    tmp_path: Path, rules: MergeRules
+) -> None:
+    """The deferred pass rebuilds the shard holding an episode whose vectors it embeds
+    (Layout.reindex, inside its commit): merged, that shard would be 32,768 episodes."""
+    lake, _ = make(tmp_path, HashEmbedder())
+    ids = fill(lake, 36)
+
+    def pending(count: int) -> Any:
+        def change(txn: Transaction) -> None:
+            doc = txn.extra["search"]
+            doc["pending"] = {ids[2]: count} if count else {}
+
+        return change
+
+    lake.commit(T, pending(3))
+    assert merge_shards(lake, T, rules=rules).merged == 0
+    lake.commit(T, pending(0))  # embedded meanwhile
+    assert merge_shards(lake, T, rules=rules).merged == 1
+
+
 def _during_build(monkeypatch: pytest.MonkeyPatch, act: Any) -> None:
     """Run `act` after the merged shard is built and written, before it is swapped in."""
     real = layout.Layout.merge

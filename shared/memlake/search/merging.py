@@ -192,6 +192,8 @@ def merge_shards(
         state = SearchState.from_extra(snap.extra)
         if state is None:
             return report
+        if plan(state.shards, rules) is None:  # the usual answer, without reading a table
+            return report
         picked = plan(state.shards, rules, blocked_positions(snap, state))
         if picked is None:
             return report
