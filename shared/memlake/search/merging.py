@@ -204,8 +204,12 @@ def merge_shards(
             report.deferred += 1
             return report
         t0 = time.monotonic()
-        writer = layout.Layout(ShardCache(0), lake.store, tenant, snap.version, state.model)
-        merged = writer.merge(list(inputs), picked.tier)
+        cache = ShardCache(0)  # not the searcher's: a merged shard would evict its whole set
+        try:
+            writer = layout.Layout(cache, lake.store, tenant, snap.version, state.model)
+            merged = writer.merge(list(inputs), picked.tier)
+        finally:
+            cache.clear()  # a cached shard and its cache refer to each other: free it now
         swapped = _swap(lake, tenant, inputs, merged)
         took = time.monotonic() - t0
         log.info(
