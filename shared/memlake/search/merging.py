@@ -40,8 +40,8 @@ from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
 
 log = logging.getLogger("memlake.search.merging")
 #: a merge's wall time and peak memory per byte of its input shard objects, to leave one that
-#: would pass a deadline or a memory bound for later (a tier-3 merge measured 0.019 s/MB on
-#: one core and 2.3x its inputs' bytes: docs/performance.md; with a margin)
+#: would pass a deadline or a memory bound for later (tier-3 merges measured 0.019-0.026 s/MB
+#: on one shared core and 2.3x their inputs' bytes: docs/performance.md; with a margin)
 SECONDS_PER_MB = 0.04
 MEMORY_PER_BYTE = 2.6
 
