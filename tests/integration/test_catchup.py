@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from memlake.errors import InvalidArgument
+from memlake.ids import new_id
 from memlake.lake import Transaction
 from memlake.search import catchup
 from memlake.search.backfill import embed_pending
@@ -17,6 +18,7 @@ from memlake.search.index import backlog
 from memlake.search.index.backlog import BACKLOG_TABLE, pending_map
 from memlake.search.index.layout import Layout
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
+from memlake.timeutil import now
 from memlake.transfer import import_tenant
 
 from .test_deferred_vectors import SYNC, TAIL, CountingEmbedder, Node, long_content
@@ -167,3 +169,25 @@ def test_import_refuses_the_derived_backlog_table(tmp_path: Path) -> None:
     path.write_text(line)
     with pytest.raises(InvalidArgument, match="unknown table 'vector_backlog'"):
         import_tenant(node.lake, T, path, progress=False)
+
+
+def test_a_state_change_committed_beside_a_write_is_kept(tmp_path: Path) -> None:
+    """The commit hook builds on the transaction's search state: a swap staged by another
+    change of the same (group) commit is not overwritten by the write's index update."""
+    node = Node(tmp_path, CountingEmbedder())
+    node.call("add_episode", content="a first note")
+
+    def seal(txn: Transaction) -> None:
+        txn.extra[EXTRA_KEY]["shards"][-1]["tail"] = False
+
+    node.lake.commit(T, seal)
+
+    def swap_and_write(txn: Transaction) -> None:
+        txn.extra[EXTRA_KEY]["shards"][0]["time"] = [1, 2]  # what a swap would stage
+        at = now()
+        row = {"id": new_id(), "content": "a second note", "context": "c"}
+        txn.put("episodes", {**row, "created_at": at, "updated_at": at})
+
+    node.lake.commit(T, swap_and_write)
+    assert state(node).shards[0].time == (1, 2) and len(state(node).shards) == 2
+    assert node.search("second note")

@@ -64,8 +64,11 @@ class Indexer:
     def __init__(self, searcher: Searcher) -> None:
         self.searcher = searcher
 
-    def _check(self, snap: Snapshot) -> SearchState | None:
-        state = SearchState.from_extra(snap.extra)
+    def _check(self, snap: Snapshot, txn: Transaction | None = None) -> SearchState | None:
+        """The search state the commit builds on: the transaction's, which holds what other
+        changes of a group commit staged there (a catch-up's or merge's swap), else the
+        snapshot's."""
+        state = SearchState.from_extra(snap.extra if txn is None else txn.extra)
         if state is not None:
             state.check_model(self.searcher.embedder.name, self.searcher.embedder.dim)
         return state
@@ -175,7 +178,7 @@ class Indexer:
         ]
         if not staged and not redo:
             return
-        state = self._check(ctx.snapshot) or SearchState(
+        state = self._check(ctx.snapshot, ctx.txn) or SearchState(
             self.searcher.embedder.name, self.searcher.embedder.dim
         )
         episodes = ctx.snapshot.table(TABLE)

@@ -34,7 +34,7 @@ from memlake.episodes import TABLE
 from memlake.errors import Unavailable
 from memlake.lake import Lake, Snapshot
 from memlake.lake.manifest import Manifest
-from memlake.search.index import layout
+from memlake.search.index import backlog, layout
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
 
@@ -154,12 +154,13 @@ def _full_run(levels: list[int], ok: list[bool], start: int, rules: MergeRules) 
 
 def blocked_positions(snap: Snapshot, state: SearchState) -> frozenset[int]:
     """Shards a merge must leave alone: those holding an episode whose vectors are pending
-    (the deferred pass rebuilds that shard when it embeds them: layout.Layout.reindex) and
+    (the catch-up rebuilds that shard when they are embedded: memlake.search.catchup) and
     those of an older format (upgraded first: memlake.search.backfill)."""
     out = {i for i, s in enumerate(state.shards) if layout.outdated(s)}
-    if state.pending:
+    pending = backlog.pending_map(snap)  # the vector_backlog table (and a legacy map)
+    if pending:
         episodes = snap.table(TABLE)
-        for episode_id in state.pending:
+        for episode_id in pending:
             loc = episodes.locate(episode_id)
             pos = state.shard_of_seq(loc.seq) if loc is not None else None
             if pos is not None:

@@ -231,5 +231,7 @@ class Layout:
 
     def rebuild(self, info: ShardInfo, docs: list[Doc]) -> ShardInfo:
         """One shard rewritten with these versions of some of its docs in place of the ones it
-        holds (its dead docs dropped); the caller swaps it into the state."""
-        return self._write([info], docs, tail=info.tail, drop=tuple(d.id for d in docs))
+        holds (its dead docs dropped); the caller swaps it into the state. It keeps its tier
+        (a merged shard stays maintenance's: memlake.search.merging)."""
+        new = self._write([info], docs, tail=info.tail, drop=tuple(d.id for d in docs))
+        return new if info.tail else replace(new, tier=max(new.tier, info.tier))
