@@ -171,7 +171,7 @@ def _write(world: World) -> None:
         state = SearchState.from_extra(snapshot.extra)
         assert state is not None and [s.docs for s in state.shards] == [TAIL, EPISODES - TAIL]
         big = [s for s in state.shards if not s.tail]  # sealed, format 3 with an IVF, big
-        assert len(big) == 1 and big[0].format == 4 and big[0].chunks >= ivf.IVF_MIN_ROWS
+        assert len(big) == 1 and big[0].format >= 4 and big[0].chunks >= ivf.IVF_MIN_ROWS
         assert big[0].bytes >= cache.LAZY_MIN_BYTES
         assert big[0].dead == (world.ids[GONE],) and not pending_map(snapshot)  # all embedded
         world.big = big[0].key

@@ -64,9 +64,9 @@ def data(request: pytest.FixtureRequest) -> bytes:
 @pytest.fixture
 def shard(data: bytes) -> Shard:
     loaded = Shard.from_bytes(data)
-    assert loaded.format in (3, 4) and len(loaded.vectors) >= ivf.IVF_MIN_ROWS
+    assert loaded.format in (3, 4, 5) and len(loaded.vectors) >= ivf.IVF_MIN_ROWS
     held = loaded.ivf_index()
-    assert held is not None and held.kind == ("pq4" if loaded.format == 4 else "sq8")
+    assert held is not None and held.kind == ("pq4" if loaded.format >= 4 else "sq8")
     return loaded
 
 
@@ -93,9 +93,13 @@ def _check_lists(arrays: dict[str, np.ndarray]) -> None:
     nlist = len(arrays["ivf_centroids"])
     assert nlist == ivf.nlist_for(len(vectors)) and offsets[0] == 0 and offsets[-1] == len(rows)
     assert sorted(rows.tolist()) == list(range(len(vectors)))  # every row once
-    assign = np.argmax(vectors @ arrays["ivf_centroids"].T, axis=1)
-    for i in range(nlist):  # list i: one contiguous range, the rows nearest to centroid i
-        assert (assign[rows[offsets[i] : offsets[i + 1]]] == i).all()
+    # list i: one contiguous range, the rows nearest to centroid i (assigned in float32, stored
+    # in float16 by format 5: near ties may read either way)
+    scores = np.asarray(vectors, np.float32) @ arrays["ivf_centroids"].T
+    best = scores.max(axis=1)
+    for i in range(nlist):
+        mine = rows[offsets[i] : offsets[i + 1]]
+        assert (scores[mine, i] >= best[mine] - 1e-3).all()
 
 
 def test_format3_arrays_are_contiguous_lists_of_sq8_codes() -> None:
@@ -105,8 +109,12 @@ def test_format3_arrays_are_contiguous_lists_of_sq8_codes() -> None:
     vectors, rows = arrays["vectors"], arrays["ivf_rows"]
     sq = faiss.ScalarQuantizer(DIM, faiss.ScalarQuantizer.QT_8bit)
     sq.train(vectors)
-    np.testing.assert_array_equal(arrays["ivf_sq"].ravel(), faiss.vector_to_array(sq.trained))
-    np.testing.assert_array_equal(arrays["ivf_codes"], sq.compute_codes(vectors[rows]))
+    # trained on the float32 rows; the check retrains on the stored (format 5: float16) ones
+    np.testing.assert_allclose(
+        arrays["ivf_sq"].ravel(), faiss.vector_to_array(sq.trained), atol=2e-3
+    )
+    again = sq.compute_codes(np.ascontiguousarray(vectors[rows], np.float32))
+    assert np.abs(arrays["ivf_codes"].astype(int) - again.astype(int)).max() <= 1  # rounding
 
 
 def test_format4_lists_are_pq_codes_packed_in_blocks_of_32() -> None:
@@ -122,12 +130,17 @@ def test_format4_lists_are_pq_codes_packed_in_blocks_of_32() -> None:
     packer = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(DIM), DIM, 1, DIM // 4, 4).get_CodePacker()
     assert codes.shape == (blocks[-1], packer.block_size) and packer.code_size == DIM // 8
     flat = np.zeros(packer.code_size, np.uint8)
+    same = total = 0
     for no in (0, len(sizes) // 2, len(sizes) - 1):  # unpacked, a list's codes are its rows'
-        want = pq.compute_codes(np.ascontiguousarray(vectors[rows[offsets[no] : offsets[no + 1]]]))
+        rows_of = np.asarray(vectors[rows[offsets[no] : offsets[no + 1]]], np.float32)
+        want = pq.compute_codes(np.ascontiguousarray(rows_of))
         for j in range(int(sizes[no])):
             block = codes[blocks[no] + j // 32]
             packer.unpack_1_c(faiss.swig_ptr(block), j % 32, faiss.swig_ptr(flat))
-            np.testing.assert_array_equal(flat, want[j])
+            same, total = same + int((flat == want[j]).sum()), total + len(flat)
+    # coded from the float32 rows; recomputed from the stored float16 ones, a near tie between
+    # two sub-centroids may code the other way
+    assert same >= 0.99 * total
 
 
 def test_loading_trains_nothing_and_adds_only_probed_lists(
@@ -143,7 +156,7 @@ def test_loading_trains_nothing_and_adds_only_probed_lists(
     shard = Shard.from_bytes(data)
     q = shard.vectors[3]
     docs, scores, _, _ = shard.vector_top(q, None, 10)
-    assert docs[0] == shard.chunk_doc[3] and scores[0] == pytest.approx(1.0, abs=1e-5)
+    assert docs[0] == shard.chunk_doc[3] and scores[0] == pytest.approx(1.0, abs=1e-3)
     held = shard._ivf_index()
     assert held is not None
     filled = [i for i in range(held.nlist) if held.index.invlists.list_size(i) > 0]
@@ -226,7 +239,8 @@ def test_merges_rebuild_the_ivf_from_stored_vectors(shard: Shard) -> None:
     merged = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(shard, keep), (extra, None)]))
     assert merged.n == DOCS - 50 + 100 and merged._ivf_arrays
     assert sorted(merged._ivf_arrays["ivf_rows"].tolist()) == list(range(len(merged.vectors)))
-    np.testing.assert_array_equal(merged.vectors[-1600:], extra.vectors)  # not re-embedded
+    # not re-embedded (kept in float16 by format 5)
+    np.testing.assert_allclose(merged.vectors[-1600:], extra.vectors, atol=1e-3)
     q = extra.vectors[5]
     assert merged.vector_top(q, None, 1)[0][0] == DOCS - 50 + extra.chunk_doc[5]
 
@@ -248,7 +262,7 @@ def test_format2_shards_still_search_and_are_outdated(data: bytes) -> None:
     assert layout.outdated(info)  # the layout rebuilds it in format 4
     assert not layout.outdated(replace(info, format=3))  # SQ8 codes: rebuilt when merged
     upgraded = Shard.from_bytes(build([], model="m", dim=DIM, parts=[(old, None)]))
-    assert upgraded.format == FORMAT == 4 and upgraded._ivf_arrays
+    assert upgraded.format == FORMAT == 5 and upgraded._ivf_arrays
 
 
 def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
@@ -260,7 +274,7 @@ def test_lake_layout_merges_into_ivf_shards_without_re_embedding(
     lake, ctx = make(tmp_path, emb)
     ids = [put(lake, f"note number{i} about topic{i % 3}", context=f"c{i % 2}") for i in range(21)]
     st = state(lake)
-    assert [s.docs for s in st.shards] == [16, 4, 1] and st.shards[0].format == 4
+    assert [s.docs for s in st.shards] == [16, 4, 1] and st.shards[0].format == FORMAT
     big = ctx.services.search.shards.load_many(lake.store, [st.shards[0].key])[0]
     assert big._ivf_arrays and len(big._ivf_arrays["ivf_centroids"]) == 8
     assert len(emb.texts) == 21  # merges reused the stored vectors

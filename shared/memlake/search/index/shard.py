@@ -35,13 +35,16 @@ codes trained when the shard is written (ivf_centroids, ivf_sq, ivf_offsets, ivf
 ivf_codes: memlake.search.index.ivf); format 4 codes its lists with 4-bit PQ for FAISS's fast-scan
 (ivf_pq: memlake.search.index.ivf_codes, decision 1316). Formats 2 and 3 still load and
 search; the layout rebuilds a format-2 shard from its stored vectors, and a format-3 one when
-a merge or purge rewrites it anyway.
+a merge or purge rewrites it anyway. Format 5 stores the `vectors` of a shard with an IVF index
+in half precision (float16: the exact re-score converts the rows it reads; cosines move by at
+most ~6e-5, decision 2504), so a tenant's shards take ~40% fewer bytes in memory, on disk and
+in a cold search's reads; a shard without one keeps float32 (its flat scan is FAISS's).
 
 Vectors: inner product over unit vectors, i.e. cosine. A shard with the IVF index probes
 ivf.NPROBE lists (more when they hold too few allowed rows; a filter leaving few rows scans
 them exactly); one without it, of fewer than SQ8_MIN_ROWS rows, is scanned exactly (FAISS
 IndexFlatIP), a bigger one scans 8-bit codes built when first searched (decision 1202). Codes
-give candidates only: RESCORE times the rows wanted are re-scored exactly from the float32
+give candidates only: RESCORE times the rows wanted are re-scored exactly from the stored
 vectors, so the scores returned are exact cosines (docs/decisions/1202, 1301); a search over
 many shards re-scores only the candidates above one cutoff across them (1318). Filters are a
 FAISS IDSelectorBitmap over vector rows, so the top-k is taken among allowed rows only. The
@@ -79,8 +82,8 @@ if TYPE_CHECKING:
 
     from memlake.search.index.ranges import RangedNpz
 
-FORMAT = 4
-FORMATS = (1, 2, 3, 4)
+FORMAT = 5
+FORMATS = (1, 2, 3, 4, 5)
 K1 = 1.5  # (the same as memlake.search.index.shard_source's, which computes the tf part)
 B = 0.75
 NO_CONTEXT = -1
@@ -139,7 +142,8 @@ class Shard(Bm25Postings, ShardVectors):
         self.doc_len: F32 = arrays["doc_len"]
         self.indptr: I64 = arrays["indptr"]
         self.lazy = npz is not None
-        #: the float32 rows; a RowReader (rows read when indexed) for a ranged shard with IVF
+        #: the rows (float16 in a format-5 IVF shard, else float32); a RowReader (rows read
+        #: when indexed) for a ranged shard with IVF
         self.vectors: Any = arrays["vectors"] if "vectors" in arrays else RowReader(npz, "vectors")  # type: ignore[arg-type]
         self.chunk_doc: I32 = arrays["chunk_doc"]
         self.n = len(self.id_list)

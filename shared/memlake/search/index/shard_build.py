@@ -252,6 +252,8 @@ def build(
             arrays.update(ivf.train(arrays["vectors"]))
         else:
             arrays.update(ivf.index_arrays(arrays["vectors"], *union))
+        # format 5: the re-score vectors of an IVF shard in half precision (decision 2504)
+        arrays["vectors"] = arrays["vectors"].astype(np.float16)
     sink = io.BytesIO()
     np.savez(sink, **arrays)
     del arrays  # before the copy of the bytes: a merge would hold its shard three times

@@ -28,7 +28,8 @@ def row_filter(rows_mask: Any) -> tuple[Any, Any]:
 def exact_scores(rows: Any, vectors: Any, q: F32) -> F32:
     """The exact inner products of candidate `rows` of `vectors` with `q` (1 x dim): the rows
     gathered (read by ranges from a ranged shard) and one BLAS product, without the GIL."""
-    exact: F32 = np.asarray(vectors[rows] @ q[0], np.float32)
+    block = np.asarray(vectors[rows], np.float32)  # float16 rows of a format-5 shard widened
+    exact: F32 = np.asarray(block @ q[0], np.float32)
     return exact
 
 
@@ -46,6 +47,7 @@ def flat_index(vectors: F32, dim: int, sq8: bool) -> faiss.Index:
     import faiss  # lazily: a cold Lambda that only lists tools never loads it
 
     index: faiss.Index
+    vectors = np.ascontiguousarray(vectors, np.float32)
     if sq8:
         qt, ip = faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         index = faiss.IndexScalarQuantizer(dim, qt, ip)
