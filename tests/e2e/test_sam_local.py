@@ -102,6 +102,8 @@ def test_add_then_get_in_two_containers(lake: dict[str, Any], added: dict[str, A
 SEARCH_TIMINGS = ROOT / ".aws-sam/sam-local-search-timings.json"
 #: a fresh container's first search, imports and the runtime's start included (issue 25)
 COLD_SEARCH_MS = 1500
+#: numba's kernels loaded before the first search: well under this unless they compiled
+NO_COMPILE_MS = 5000
 
 
 def test_search_finds_the_episode_in_a_fresh_container_within_the_cold_budget(
@@ -110,8 +112,9 @@ def test_search_finds_the_episode_in_a_fresh_container_within_the_cold_budget(
     """The first search of a new container: with MEMLAKE_KERNELS=auto (the template's: numpy's
     kernels serve it, numba's load after it) and with MEMLAKE_KERNELS=numba, which loads
     numba's kernels before answering; from the image's cache, copied to /tmp, they load in
-    well under a second, where compiling them would take 10-20 s (decision 2502). Both within
-    the cold budget; written to .aws-sam/sam-local-search-timings.json for docs/performance.md."""
+    well under a second, where compiling them would take 10-20 s (decision 2502). auto within
+    the cold budget (measured here: 879 ms; numba's 1,224 ms); written to
+    .aws-sam/sam-local-search-timings.json for docs/performance.md."""
     event = ROOT / "functions/search_episodes/event.json"
     endpoint = json.loads(lake["env"].read_text())["Parameters"]["AWS_ENDPOINT_URL_S3"]
     numba_env = env_vars_file(lake["dir"] / "env-numba.json", endpoint, MEMLAKE_KERNELS="numba")
@@ -122,8 +125,10 @@ def test_search_finds_the_episode_in_a_fresh_container_within_the_cold_budget(
         timings[name] = took
     SEARCH_TIMINGS.write_text(json.dumps(timings, indent=2))
     print(f"SearchEpisodesFunction, first search of a new container: {timings}")
-    for name, took in timings.items():
-        assert took["report_ms"] < COLD_SEARCH_MS, (name, timings)
+    # the template's configuration answers within the cold budget; numba's kernels loaded
+    # before answering add ~0.3-0.6 s, and would add 10-20 s if they compiled
+    assert timings["auto"]["report_ms"] < COLD_SEARCH_MS, timings
+    assert timings["numba"]["report_ms"] < NO_COMPILE_MS, timings
 
 
 @pytest.fixture(scope="module")
