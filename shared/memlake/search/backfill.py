@@ -67,15 +67,7 @@ def upgrade_shards(lake: Lake, searcher: Searcher, tenant: str, *, max_shards: i
             current = SearchState.from_extra(txn.extra)
             if current is None or not any(layout.outdated(s) for s in current.shards):
                 return False
-            snap = txn.snapshot
-            writer = layout.Layout(
-                searcher.shards,
-                lake.store,
-                tenant,
-                snap.version,
-                searcher.embedder.name,
-                rows=lambda ids: indexer.stored_rows(snap, ids),
-            )
+            writer = indexer.writer(txn.snapshot, lake.store, tenant, txn.snapshot.version)
             txn.extra[EXTRA_KEY] = writer.upgrade(current, 1).to_json()
             return True
 

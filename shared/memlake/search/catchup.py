@@ -31,7 +31,6 @@ from memlake.lake import Lake, Snapshot, Transaction
 from memlake.search.index import backlog
 from memlake.search.index.backlog import Backlog
 from memlake.search.index.chunks import CHUNKS_TABLE
-from memlake.search.index.layout import Layout
 from memlake.search.index.passages import Embedded
 from memlake.search.index.shard import Doc
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
@@ -147,15 +146,7 @@ def catch_up(
     state = SearchState.from_extra(snap.extra)
     if state is None or not any(e.unindexed for e in entries):
         return report
-    indexer = Indexer(searcher)
-    writer = Layout(
-        searcher.shards,
-        lake.store,
-        tenant,
-        snap.version,
-        searcher.embedder.name,
-        rows=lambda ids: indexer.stored_rows(snap, ids),
-    )
+    writer = Indexer(searcher).writer(snap, lake.store, tenant, snap.version)
     for pos, group in sorted(_groups(snap, state, entries).items()):
         info = state.shards[pos]
         if not due(info, group.unindexed, group.more_coming, ratio):

@@ -41,6 +41,7 @@ from memlake.search.index.shard_build import Rows
 from memlake.search.index.state import EXTRA_KEY, SearchState
 from memlake.search.index.text import episode_terms, passage_terms
 from memlake.search.searcher import Searcher
+from memlake.store.base import ObjectStore
 from memlake.timeutil import now
 
 
@@ -193,14 +194,7 @@ class Indexer:
             if row is not None:
                 emb = self._embedded_for(ctx, episode_id, row, staged_chunks)
                 docs.append(episode_doc(episode_id, row, ctx.version, emb))
-        writer = layout.Layout(
-            self.searcher.shards,
-            ctx.lake.store,
-            ctx.tenant,
-            ctx.version,
-            self.searcher.embedder.name,
-            rows=lambda ids: self.stored_rows(ctx.snapshot, ids),
-        )
+        writer = self.writer(ctx.snapshot, ctx.lake.store, ctx.tenant, ctx.version)
         state = writer.apply(state, docs)
         if redo:
             state = writer.reindex(state, redo)
@@ -209,6 +203,20 @@ class Indexer:
         touched = ids | {doc.id for doc in redo}
         pending = {k: v for k, v in state.pending.items() if k not in touched}
         ctx.txn.extra[EXTRA_KEY] = replace(state, pending=pending).to_json()
+
+    def writer(
+        self, snap: Snapshot, store: ObjectStore, tenant: str, version: int
+    ) -> layout.Layout:
+        """The shard layout writer of a commit onto `snap` (the write hook, the deferred pass's
+        upgrades and catch-up): it re-tokenises older-format shards from `snap`'s rows."""
+        return layout.Layout(
+            self.searcher.shards,
+            store,
+            tenant,
+            version,
+            self.searcher.embedder.name,
+            rows=lambda ids: self.stored_rows(snap, ids),
+        )
 
     def stored_rows(self, snap: Snapshot, ids: list[str]) -> Rows:
         """Episode rows and stored passages of `ids` (for re-tokenising an older shard)."""

@@ -110,17 +110,10 @@ class Bm25Postings:
         postings = read["p_"] if read is not None else self._postings(ids, "p_")
         scores = _accumulate(len(self.p_doc), postings, idf)
         best = np.maximum.reduceat(scores, self.p_first[:-1])  # every doc has a passage
-        runner = np.zeros(self.n, np.float32)
         if second:
-            hit = np.flatnonzero(scores > 0)
-            docs = self.p_doc[hit]
-            order = np.lexsort((-scores[hit], docs))  # by doc, best passage first
-            hit, docs = hit[order], docs[order]
-            first = np.ones(len(hit), bool)
-            first[1:] = docs[1:] != docs[:-1]
-            nxt = np.zeros(len(hit), bool)
-            nxt[1:] = first[:-1] & ~first[1:]  # the second passage of a doc
-            runner[docs[nxt]] = scores[hit[nxt]]
+            runner = numpy_twins.second_best(self.n, scores, self.p_first)
+        else:
+            runner = np.zeros(self.n, np.float32)
         return best, runner, scores
 
     def best_passages(self, docs: I64, scores: F32) -> I64:

@@ -109,7 +109,7 @@ def bm25_top(
     elif agg == 1:
         score = best
     elif agg == 2:
-        score = best + np.float32(decay) * _second(n, passages, p_first)
+        score = best + np.float32(decay) * second_best(n, passages, p_first)
     else:
         score = np.float32(mix) * episode + np.float32(1 - mix) * best
     score = _share(score, total)
@@ -126,7 +126,7 @@ def _share(score: F32, total: float) -> F32:
     return out
 
 
-def _second(n: int, scores: F32, p_first: I64) -> F32:
+def second_best(n: int, scores: F32, p_first: I64) -> F32:
     """Each doc's second-best positive passage score (0: none)."""
     runner = np.zeros(n, np.float32)
     if not len(p_first):
