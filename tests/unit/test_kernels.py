@@ -153,6 +153,32 @@ def test_plan_lists_are_numpys(compiled: ModuleType, seed: int) -> None:
             same(numpy_twins.plan_lists(*args), compiled.plan_lists(*args))
 
 
+def test_plan_lists_takes_each_shards_best_by_list_number_on_ties(compiled: ModuleType) -> None:
+    """Equal centroid scores at and above the cut: each shard's lowest list numbers first, as
+    a full sort of its scores gives them (the kernel sorts only those at or above the cut)."""
+    every = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.9, 0.9, 0.5], np.float32)
+    starts = np.array([0, 4, 8], np.int64)
+    for module in (numpy_twins, compiled):
+        lists, counts = module.plan_lists(every, starts, 5, 0, np.array([2, 8], np.int64))
+        assert counts.tolist() == [2, 3] and lists.tolist() == [1, 0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_widen_is_numpys_astype_bit_for_bit(compiled: ModuleType, seed: int) -> None:
+    """float16 rows widened to float32: every one of the 65,536 halves (zeros, subnormals,
+    infinities, NaN payloads, both signs), random unit rows and none."""
+    rng = np.random.default_rng(seed)
+    every_half = rng.permutation(np.arange(1 << 16, dtype=np.uint16)).reshape(-1, 64)
+    unit = rng.standard_normal((50, 384)).astype(np.float32)
+    unit = (unit / np.linalg.norm(unit, axis=1, keepdims=True)).astype(np.float16).view(np.uint16)
+    for halves in (every_half, unit, unit[:0]):
+        want = halves.view(np.float16).astype(np.float32)
+        for module in (numpy_twins, compiled):
+            got = module.widen(halves, numpy_twins.HALF_FLOATS)
+            assert got.dtype == np.float32 and got.shape == want.shape
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.fixture
 def tenant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Shards of every kind a search meets: IVF ones, flat ones, the tail."""

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from memlake.errors import CorruptObject
 from memlake.lake.manifest import SegmentRef
+from memlake.lake.rows import row_at
 from memlake.lake.schema import SYSTEM_FIELDS
 
 SYSTEM_COLUMNS = tuple(f.name for f in SYSTEM_FIELDS)  # ("_deleted", "_seq")
@@ -164,7 +165,7 @@ class Scans:
                 continue
             table = self.segment_table(pos)
             for at in _hits(pc.equal(table.column("id"), row_id)).to_pylist():
-                data = table.slice(at, 1).to_pylist()[0]
+                data = row_at(table, at)
                 seq = ref.seq if data.get("_seq") is None else int(data["_seq"])
                 loc = RowLocation(seq, pos, at, bool(data["_deleted"]))
                 if best is None or loc >= best[0]:  # (seq, segment, row) decide; never equal

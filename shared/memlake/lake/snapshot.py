@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from memlake.errors import CorruptObject, MemlakeError
 from memlake.lake.manifest import Manifest, SegmentRef
+from memlake.lake.rows import row_at
 from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
 from memlake.pools import LazyPool
@@ -135,7 +136,7 @@ class TableView(Scans):
         loc = self.locate(row_id)
         if loc is None or loc.deleted:
             return None
-        return visible(self.segment_table(loc.segment).slice(loc.row, 1).to_pylist()[0])
+        return visible(row_at(self.segment_table(loc.segment), loc.row))
 
     def _prefetch(self, pos: int) -> None:
         with suppress(CorruptObject):

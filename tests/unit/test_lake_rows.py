@@ -1,0 +1,70 @@
+"""memlake.lake.rows.row_at: a row of a table equal to what to_pylist gives, for every column
+type the lake stores, across chunk boundaries, and forgotten with its table."""
+
+from __future__ import annotations
+
+import gc
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+from memlake.lake import rows
+from memlake.lake.rows import row_at
+
+SCHEMA = pa.schema(
+    [("id", pa.string()), ("content", pa.string()), ("tags", pa.list_(pa.string())),
+     ("at", pa.timestamp("us", tz="UTC")), ("ok", pa.bool_()), ("n", pa.int64())]
+)  # fmt: skip
+
+
+def _table() -> pa.Table:
+    when = datetime(2026, 11, 26, 15, 0, tzinfo=UTC)
+    first = pa.table(
+        {
+            "id": ["a", "b"],
+            "content": ["x" * 3000, None],
+            "tags": [["t1", "t2"], None],
+            "at": pa.array([when, None], pa.timestamp("us", tz="UTC")),
+            "ok": [True, None],
+            "n": pa.array([7, None], pa.int64()),
+        },
+        schema=SCHEMA,
+    )
+    second = pa.table(
+        {
+            "id": ["c"],
+            "content": ["é ü"],
+            "tags": [[]],
+            "at": pa.array([when], pa.timestamp("us", tz="UTC")),
+            "ok": [False],
+            "n": pa.array([-1], pa.int64()),
+        },
+        schema=SCHEMA,
+    )
+    return pa.concat_tables([first, second])  # two chunks a column
+
+
+def test_each_row_equals_to_pylist_across_chunks() -> None:
+    table = _table()
+    assert table.column("id").num_chunks == 2
+    want = table.to_pylist()
+    assert [row_at(table, i) for i in range(table.num_rows)] == want
+    assert row_at(table, 0)["at"].tzinfo is not None
+
+
+def test_a_row_outside_the_table_is_an_index_error() -> None:
+    table = _table()
+    for i in (-1, 3):
+        with pytest.raises(IndexError):
+            row_at(table, i)
+
+
+def test_the_chunks_are_forgotten_with_their_table() -> None:
+    table = _table()
+    row_at(table, 1)
+    key = id(table)
+    assert key in rows._CELLS
+    del table
+    gc.collect()
+    assert key not in rows._CELLS
