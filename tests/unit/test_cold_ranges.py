@@ -313,8 +313,11 @@ def test_a_tenant_that_fits_is_promoted_to_whole_shards_in_the_background(
     keys = {s.key for s in _lazy_infos(lake)}
     first = _run(lake, searcher, QUERY)
     searcher.shards.wait_promotions()
-    assert not any(s.lazy for s in searcher.shards._items.values())
+    promoted = list(searcher.shards._items.values())
+    assert not any(s.lazy for s in promoted)
     assert keys <= set(store.clear()["whole"])  # each fetched whole once
+    held = [s.ivf_index() for s in promoted if s.ivf_index() is not None]
+    assert held and all(i._have.all() for i in held)  # every list added on the promotion thread
     for query in (QUERY, "w5 w6", "w11 w300"):
         got = _run(lake, searcher, query)
         if query == QUERY:

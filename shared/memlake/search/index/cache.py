@@ -258,6 +258,7 @@ class ShardCache:
     def _swap_whole(self, store: ObjectStore, key: str) -> None:
         try:
             whole = self._load(store, key, LoadStats())  # no info: whole (disk, then store)
+            whole.hold_lists()  # here, not in the searches after the swap
         except Exception:  # a failed promotion only keeps the ranged shard (not retried)
             return
         with self._lock:

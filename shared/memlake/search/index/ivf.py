@@ -219,6 +219,7 @@ class Ivf:
         self.invlists: Any = index.invlists
         self.coarse = coarse
         self._have = np.zeros(self.nlist, bool)
+        self._complete = self.nlist == 0  # every list added: `missing` has nothing to look up
         self._lock = threading.Lock()
 
     def own_nprobe(self) -> int:
@@ -237,6 +238,8 @@ class Ivf:
 
     def missing(self, list_nos: Any) -> I64:
         """Which of these list numbers are real lists not added yet, ascending, once each."""
+        if self._complete:
+            return np.zeros(0, np.int64)
         wanted = np.unique(np.asarray(list_nos, np.int64))
         wanted = wanted[(wanted >= 0) & (wanted < self.nlist)]
         return wanted[~self._have[wanted]]
@@ -266,6 +269,13 @@ class Ivf:
                         no, len(ids), faiss.swig_ptr(ids), faiss.swig_ptr(codes)
                     )
                 self._have[no] = True
+            self._complete = bool(self._have.all())
+
+    def ensure_all(self) -> None:
+        """Add every list (a shard held whole, on the cache's promotion thread: the searches
+        after it add none, where each new query's first touch of its lists cost up to ~0.2 s
+        at 100k episodes)."""
+        self.ensure(np.arange(self.nlist))
 
     def search(
         self, q: F32, k: int, nprobe: int, sel: Any = None, probes: Probes | None = None

@@ -247,6 +247,13 @@ class Shard(Bm25Postings, ShardVectors):
         """The IVF index whose lists a search plans across shards (None: no IVF)."""
         return self._ivf_index()
 
+    def hold_lists(self) -> None:
+        """Put every IVF list of a whole shard in its index now (no-op when ranged or flat):
+        its bytes count in `nbytes` from here on."""
+        index = None if self.lazy else self._ivf_index()
+        if index is not None:
+            index.ensure_all()
+
     def _ensure_lists(self, list_nos: Any) -> None:
         """Put these IVF lists in the index (the only way lists enter it)."""
         index = self._ivf_index()
