@@ -34,9 +34,10 @@ DocTop = tuple[I64, F32, F32, I64]
 
 @dataclass
 class Candidates:
-    """One shard's candidate rows for a query. `kind`: "exact" (their scores are exact
-    cosines, best first: a small flat shard), "all" (rows to re-score whatever the cutoff: a
-    filter's exact scan) or "codes" (scores from the codes, to re-score above the cutoff)."""
+    """One shard's candidate rows for a query. `kind`: "exact" (every allowed row of a small
+    flat shard with its exact cosine, best first; `want` of them count first), "all" (rows to
+    re-score whatever the cutoff: a filter's exact scan) or "codes" (scores from the codes, to
+    re-score above the cutoff)."""
 
     q: F32
     rows: I64
