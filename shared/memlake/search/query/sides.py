@@ -1,17 +1,20 @@
 """Both retrievers over a search's shards, on two threads (decisions 1315, 1317, 1318).
 
 A search's work is one BM25 task and one vector task per shard (memlake.search.query.retrieve,
-memlake.search.index.shard.Shard.vector_candidates), ~0.3-0.9 ms each at 100k episodes. The caller's
-thread plans the vector side's IVF probes across the shards (ivf.plan_probes, decision 1303;
-once the query vector is there: it may be embedded meanwhile, `embed_ahead`), runs every BM25
-task, then joins one pool thread in taking the vector tasks until none is left: faiss's scans
-release the GIL, and most of a BM25 task is numpy calls that hold it, so sharing BM25 tasks
-would only make the threads wait for each other. A vector task gives its shard's candidates
-with their code scores; once all are in, one cutoff over all shards decides which are
-re-scored exactly (`_finish_vectors`, decision 1318). Ranged shards' postings are read ahead,
-all at once (decision 1317). With one core the threads take turns, as if run in sequence.
-Results merge in shard order, as a sequential run would give them (Found.ranked breaks ties
-by id anyway). When the caller fails, the pool thread stops taking tasks.
+memlake.search.index.shard.Shard.vector_candidates), ~0.3-1.2 ms each at 100k episodes. The
+caller's thread runs every BM25 task, then joins the pool thread in taking the vector tasks
+until none is left. The vector side's first step, the plan of its IVF probes across the shards
+(ivf.plan_probes, decision 1303: a pass over every centroid, ~2 ms at 100k), is done once by
+the first thread to take a vector task, waiting for the query vector if it is being embedded
+(`embed_ahead`): the pool thread plans while the caller runs BM25. faiss's scans, the coarse
+step's matrix product and the compiled kernels release the GIL, so the two sides overlap; sharing
+BM25 tasks would only make the threads wait for each other. A vector task gives its shard's
+candidates with their code scores; the thread that completes the last one applies one cutoff
+over all shards and re-scores exactly (`_finish_vectors`, decision 1318), beside the BM25
+tasks when those take longer. Ranged shards' postings are read ahead, all at once (decision
+1317). With one core the threads take turns, as if run in sequence. Results merge in shard
+order, as a sequential run would give them (Found.ranked breaks ties by id anyway). When the
+caller fails, the pool thread stops taking tasks.
 """
 
 from __future__ import annotations
@@ -79,8 +82,12 @@ class Sides:
         self.total_idf = 0.0
         self.qvec: np.ndarray | None = None
         self.plans: dict[int, ivf.Probes] = {}
-        self._planned = threading.Event()
+        self._planned = False
+        self._plan_lock = threading.Lock()  # one thread plans, the others wait for its plan
         self._stopped = False
+        self._vector_nos: list[int] = []
+        self._vectors_left = 0
+        self._left_lock = threading.Lock()
         self._fetching: dict[int, Future[dict[str, Postings]]] = {}
 
     def run(
@@ -100,29 +107,27 @@ class Sides:
         done: dict[Task, Any] = {}
         ahead = [t for t in tasks if t[0] == "bm25"]
         ahead.sort(key=lambda t: self.shards[t[1]].lazy)  # their postings are read meanwhile
-        bm25, vector = _taker(ahead), _taker([t for t in tasks if t[0] == "vector"])
+        self._vector_nos = [no for side, no in tasks if side == "vector"]
+        self._vectors_left = len(self._vector_nos)
+        bm25, vector = _taker(ahead), _taker([("vector", no) for no in self._vector_nos])
         helpers = []
         if qvec is not None and len(tasks) > 1:  # help with the vector tasks only
             # one thread warm (CPU: the GIL leaves no room for more); a ranged shard's vector
             # task mostly waits on its reads, so up to HELPERS of them read at once
-            ranged = sum(1 for side, no in tasks if side == "vector" and self.shards[no].lazy)
+            ranged = sum(1 for no in self._vector_nos if self.shards[no].lazy)
             for _ in range(max(1, min(HELPERS, ranged))):
                 helpers.append(_pool().submit(self._work, vector, done))
         try:
-            if qvec is not None and not isinstance(qvec, Future):
-                self._plan(qvec)  # first: the pool thread starts on the vector tasks at once
             self._work(bm25, done)
-            if isinstance(qvec, Future):
-                self._plan(qvec.result())
             self._work(vector, done)
+            if isinstance(self.qvec, Future):  # no vector task planned: the hits still show it
+                self.qvec = self.qvec.result()
         except BaseException:
             self._stopped = True  # the pool thread takes no further task and is freed
-            self._planned.set()
             raise
         for helper in helpers:
             if not helper.cancel():  # not started: every task is done
                 helper.result()
-        self._finish_vectors([no for side, no in tasks if side == "vector"], done)
         found = {"bm25": Found(), "vector": Found()}
         for side, no in tasks:  # in task order: as a sequential run adds them
             got = done[(side, no)]
@@ -130,15 +135,30 @@ class Sides:
                 found[side].add(no, *got)
         return found["bm25"], found["vector"]
 
-    def _plan(self, qvec: np.ndarray) -> None:
-        self.qvec = qvec
-        self.plans = probe_plans(self.shards, self.masks, qvec)
-        self._planned.set()
+    def _plan_once(self) -> None:
+        """The probe plan across shards, by the first thread to need it (the others wait for
+        it); a failed plan is tried again by the next thread, which raises it too."""
+        with self._plan_lock:
+            if self._planned:
+                return
+            q = self.qvec.result() if isinstance(self.qvec, Future) else self.qvec
+            assert q is not None  # vector tasks exist only with a query vector
+            self.plans = probe_plans(self.shards, self.masks, q)
+            self.qvec = q
+            self._planned = True
 
     def _work(self, take: Callable[[], Task | None], done: dict[Task, Any]) -> None:
         while not self._stopped and (task := take()) is not None:
             side, no = task
-            done[task] = self._bm25(no) if side == "bm25" else self._vector(no)
+            if side == "bm25":
+                done[task] = self._bm25(no)
+                continue
+            done[task] = self._vector(no)
+            with self._left_lock:
+                self._vectors_left -= 1
+                last = self._vectors_left == 0
+            if last:  # every shard's candidates are in: this thread re-scores them all
+                self._finish_vectors(self._vector_nos, done)
 
     def _prefetch(self, nos: list[int]) -> None:
         """Start reading the postings of every ranged shard at once, each on a thread of its
@@ -164,7 +184,7 @@ class Sides:
 
     def _vector(self, no: int) -> Candidates | None:
         """A vector task: the shard's candidates (the first of two steps, decision 1318)."""
-        self._planned.wait()  # the probes are planned across shards first
+        self._plan_once()  # the probes are planned across shards first
         if self._stopped:
             return None
         plan = self.plans.get(no)
