@@ -77,7 +77,23 @@ def _bm25_case(rng: np.random.Generator, n: int, fmt1: bool, ties: bool) -> tupl
     else:
         p = _runs(rng, int(p_first[-1]), terms, tf)
     w = (np.ones(terms) if ties else rng.random(terms) * 3).astype(np.float32)
-    return n, *e, *p, w, p_first
+    return n, *e, *p, w, p_first, _p_doc(p_first)
+
+
+def _p_doc(p_first: np.ndarray) -> np.ndarray:
+    n = max(len(p_first) - 1, 0)
+    return np.repeat(np.arange(n), np.diff(p_first)).astype(np.int32)
+
+
+def same_bm25(a: tuple[Any, ...], b: tuple[Any, ...], p_first: np.ndarray) -> None:
+    """bm25_top's results alike: the top docs, their scores and best passages' scores, and
+    the passage scores of the top docs (the compiled twin's others may be partial sums)."""
+    same(a[:3], b[:3])
+    assert a[3].dtype == b[3].dtype
+    if len(p_first):
+        for d in a[0].tolist():
+            lo, hi = p_first[d], p_first[d + 1]
+            np.testing.assert_array_equal(a[3][lo:hi], b[3][lo:hi])
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -91,7 +107,8 @@ def test_bm25_top_is_numpys(compiled: ModuleType, seed: int) -> None:
             for k in (1, 3, 30, n + 5):
                 for total in (float(case[9].sum()), 0.0, 1.7):
                     args = (*case, agg, 0.35, 0.5, total, mask, masked, k)
-                    same(numpy_twins.bm25_top(*args), compiled.bm25_top(*args))
+                    got = compiled.bm25_top(*args)
+                    same_bm25(numpy_twins.bm25_top(*args), got, case[10])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -104,7 +121,60 @@ def test_bm25_top_of_thousands_of_docs_is_numpys(compiled: ModuleType, seed: int
     for k in (1, 2, 7, 30, 100, 4999):
         for masked in (False, True):
             args = (*case, 3, 0.5, 0.5, float(case[9].sum()), mask, masked, k)
-            same(numpy_twins.bm25_top(*args), compiled.bm25_top(*args))
+            same_bm25(numpy_twins.bm25_top(*args), compiled.bm25_top(*args), case[10])
+
+
+def _skewed_case(rng: np.random.Generator, n: int, ties: bool) -> tuple[Any, ...]:
+    """A query as real ones are: one or two rare heavy terms (idf 2-6, few postings) and
+    common light ones (idf < 0.2, postings in most docs and passages), so that pruning the
+    light ones can keep the k best."""
+    per = rng.integers(1, 25, n)
+    p_first = np.zeros(n + 1, np.int64)
+    np.cumsum(per, out=p_first[1:])
+    tf = np.array([0.25, 0.5, 0.75]) if ties else rng.random(50) * 0.98 + 0.01
+    parts = []
+    weights = []
+    for heavy in [True] * int(rng.integers(1, 3)) + [False] * int(rng.integers(1, 4)):
+        share = rng.uniform(0.005, 0.05) if heavy else rng.uniform(0.6, 1.0)
+        parts.append(share)
+        weights.append(rng.uniform(2, 6) if heavy else rng.uniform(0, 0.2))
+    order = rng.permutation(len(parts))  # heavy terms anywhere in the query
+    e, p = [], []
+    for size, runs in ((n, e), (int(p_first[-1]), p)):
+        for i in order:
+            m = int(size * parts[i])
+            runs.append((np.sort(rng.choice(size, m, replace=False)).astype(np.int32),
+                         rng.choice(tf, m).astype(np.float32)))  # fmt: skip
+
+    def joined(runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Any, ...]:
+        hi = np.cumsum([len(d) for d, _ in runs]).astype(np.int64)
+        lo = hi - [len(d) for d, _ in runs]
+        return (np.concatenate([d for d, _ in runs]), np.concatenate([t for _, t in runs]),
+                lo.astype(np.int64), hi)  # fmt: skip
+
+    w = np.asarray(weights, np.float32)[order]
+    return n, *joined(e), *joined(p), w, p_first, _p_doc(p_first)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bm25_top_pruned_is_numpys(compiled: ModuleType, seed: int) -> None:
+    """Queries whose light terms can be pruned (the compiled twin scores only the docs that
+    can make the k best): the same docs, scores and passages as summing every posting."""
+    from memlake.search.index.kernels import numba_bm25
+
+    rng = np.random.default_rng(200 + seed)
+    case = _skewed_case(rng, [3000, 8000][seed % 2], ties=seed % 3 == 0)
+    mask = rng.random(case[0]) > [0.0, 0.3, 0.9][seed % 3]
+    total = float(case[9].sum())
+    pruned = 0
+    for agg in (0, 1, 3):
+        for k in (1, 10, 30):
+            for masked in (False, True):
+                args = (*case, agg, 0.5, 0.5, total, mask, masked, k)
+                same_bm25(numpy_twins.bm25_top(*args), compiled.bm25_top(*args), case[10])
+                tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k)
+                pruned += bool(tried[0])
+    assert pruned  # the pruned path ran (and matched), not only the dense one
 
 
 def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
@@ -114,7 +184,7 @@ def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
     lo, hi = np.array([0], np.int64), np.array([5], np.int64)
     empty = (np.zeros(0, np.int32), np.zeros(0, np.float32), lo * 0, lo * 0)
     args = (n, docs, sat, lo, hi, *empty, np.ones(1, np.float32), np.zeros(0, np.int64),
-            0, 0.5, 0.5, 1.0, np.zeros(0, bool), False, 3)  # fmt: skip
+            np.zeros(0, np.int32), 0, 0.5, 0.5, 1.0, np.zeros(0, bool), False, 3)  # fmt: skip
     for module in (numpy_twins, compiled):
         top, scores, best, _ = module.bm25_top(*args)
         assert top.tolist() == [1, 2, 4] and scores.tolist() == [0.5] * 3

@@ -66,9 +66,11 @@ def checked_postings(indices: Any, n: int, what: str) -> I32:
 
 def tfc(tf: Any, norm: F32, indices: I32) -> F32:
     """The saturated term frequency of postings: tf / (tf + norm[doc]) (elementwise, so a
-    slice computes exactly what the whole array does)."""
+    slice computes exactly what the whole array does), in 0..1 whatever a damaged object's
+    lengths say: BM25's pruning bounds what a term adds by its idf (kernels.numba_bm25)."""
     tf = np.asarray(tf, np.float32)
-    return (tf / (tf + norm[indices])).astype(np.float32)
+    sat = (tf / (tf + norm[indices])).astype(np.float32)
+    return np.clip(np.nan_to_num(sat, nan=0.0), 0.0, 1.0, out=sat)
 
 
 def fetch_eager(npz: RangedNpz) -> dict[str, Any]:

@@ -121,12 +121,14 @@ def bm25_shard(
     passages = shard.has_passages and shard.n > 0
     p_runs = shard.posting_runs(tids, "p_", read) if passages else NO_RUNS
     p_first = shard.p_first if shard.has_passages else NO_RUNS[2]
+    p_doc = shard.p_doc if shard.has_passages else NO_RUNS[0]
     top, scores, best, passage_scores = run.bm25_top(
         shard.n,
         *shard.posting_runs(tids, "", read),
         *p_runs,
         np.asarray(idf, np.float32),
         p_first,
+        p_doc,
         AGG[params.bm25_agg],
         float(params.mix),
         float(params.agg_decay),

@@ -184,10 +184,12 @@ def _load_numba(s: KernelSettings, compiling: bool) -> tuple[ModuleType, str]:
 
 
 def _fingerprint(cpu_name: str) -> str:
-    """What a cache of these kernels depends on: their source file (its path too: numba keys
-    its cache by the source folder), numba's version and the CPU name it compiles for; known
-    without importing numba (a process that will not use it does not pay the import)."""
-    path = (Path(__file__).parent / "numba_kernels.py").resolve()
-    digest = hashlib.sha256(str(path).encode() + path.read_bytes())
+    """What a cache of these kernels depends on: their source files (their paths too: numba
+    keys its cache by the source folder), numba's version and the CPU name it compiles for;
+    known without importing numba (a process that will not use it does not pay the import)."""
+    digest = hashlib.sha256()
+    for name in ("numba_kernels.py", "numba_bm25.py"):
+        path = (Path(__file__).parent / name).resolve()
+        digest.update(str(path).encode() + path.read_bytes())
     digest.update(f"{version('numba')} {cpu_name}".encode())
     return digest.hexdigest()[:16]

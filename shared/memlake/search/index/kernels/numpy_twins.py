@@ -81,6 +81,7 @@ def bm25_top(
     p_hi: I64,
     w: F32,
     p_first: I64,
+    p_doc: I32,
     agg: int,
     mix: float,
     decay: float,
@@ -94,8 +95,10 @@ def bm25_top(
     passage's share, every passage's score). Terms' postings are runs lo[t]:hi[t] of
     (e_docs, e_sat) for episodes and (p_docs, p_sat) for passages; `p_first` is each doc's
     first passage and the passage count at the end, empty for a format-1 shard (the episode
-    stands for its passages). `agg`: AGG's code; mix: mix * episode + (1 - mix) * best; top2:
-    best + decay * second best. A doc where `masked` and not mask[d] scores 0."""
+    stands for its passages); `p_doc` is each passage's doc (the compiled twin's pruning uses
+    it; its passage scores are exact for the k best docs only). `agg`: AGG's code; mix: mix *
+    episode + (1 - mix) * best; top2: best + decay * second best. A doc where `masked` and not
+    mask[d] scores 0."""
     episode = accumulate(n, e_docs, e_sat, e_lo, e_hi, w)
     if len(p_first):
         passages = accumulate(int(p_first[n]), p_docs, p_sat, p_lo, p_hi, w)
