@@ -56,7 +56,9 @@ def _damaged(name: str, how: str) -> bytes:
     with np.load(io.BytesIO(_shard_bytes()), allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     arr = arrays[name].copy()
-    if how == "past the end":
+    if how == "out of order":
+        arr[[0, -1]] = arr[[-1, 0]]
+    elif how == "past the end":
         arr[-1] = len(arrays["p_doc"] if name.startswith("p_") else arrays["seq"])
     elif how == "negative":
         arr[0] = -1  # numpy indexing would wrap it to the last doc
@@ -67,9 +69,17 @@ def _damaged(name: str, how: str) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("how", ["past the end", "negative", "int64"])
-@pytest.mark.parametrize("name", ["indices", "p_indices"])
+DAMAGES = [
+    (name, how)
+    for name in ("indices", "p_indices", "p_doc")
+    for how in ("past the end", "negative", "int64")
+] + [("p_doc", "out of order")]
+
+
+@pytest.mark.parametrize(("name", "how"), DAMAGES)
 def test_postings_that_name_no_doc_are_a_clear_error(tmp_path: Path, name: str, how: str) -> None:
+    """Postings, and each passage's doc (the pruned BM25 indexes by it unchecked), that name no
+    doc, or passages out of doc order: the shard's load fails naming the array."""
     data = _damaged(name, how)
     with pytest.raises(ValueError, match=f"{name}: "):
         Shard.from_bytes(data)

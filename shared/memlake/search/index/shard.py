@@ -154,7 +154,10 @@ class Shard(Bm25Postings, ShardVectors):
             self.tfc = tfc(self.tf, self.norm, self.indices)
         self.has_passages = self.format >= 2
         if self.has_passages:
-            self.p_doc: I32 = arrays["p_doc"]
+            # the compiled BM25's pruning indexes docs by it unchecked (kernels.numba_bm25)
+            self.p_doc: I32 = checked_postings(arrays["p_doc"], self.n, "p_doc")
+            if len(self.p_doc) > 1 and bool((np.diff(self.p_doc) < 0).any()):
+                raise ValueError("p_doc: passages out of doc order")
             self.p_start: I32 = arrays["p_start"]
             self.p_end: I32 = arrays["p_end"]
             self.p_len: F32 = arrays["p_len"]

@@ -10,10 +10,12 @@ no weight (idf ~0). The pruned path sums the heavy terms whole, heaviest first, 
 weights left (each posting's saturated tf is at most 1, so a doc gains at most the sum of the
 remaining idfs, whole or in any passage) cannot lift a doc the heavy terms did not reach, nor
 one they did, to the k-th best lower bound; then only the docs that could still make the k best
-are scored exactly, every term in query order by binary search in its postings (the same float32
-operations in the same order as `_dense`, so the same scores). Its bounds are widened by SLACK
-(float32 sums in another order differ in their last bits); it gives up for the dense path once
-it has summed GIVE_UP of the postings, or when its lookups would cost more than what is left.
+are scored exactly, every term in query order by galloping lookups in its postings (the same
+float32 operations in the same order as `_dense`, so the same scores). `p_doc` is checked when a
+shard is read (ascending doc numbers in 0..n-1), as the postings are. Its bounds are widened
+by SLACK (float32 sums in another order differ in their last bits); it gives up for the dense
+path once it has summed GIVE_UP of the postings, or when its lookups would cost more than what
+is left.
 """
 
 from __future__ import annotations
