@@ -9,7 +9,7 @@
   MiniLM chat passage of the episode's home session with 1-2 others plus noise) in the layout
   the write path reaches, kept in DIR with every vector (vectors.npy, for the numpy pass and the
   exact top-10).
-- run: for two query kinds, `mixed` (vectors.queries: real questions mixed like the passages,
+- run: for two query kinds, `mixed` (vectors.mixed_queries: real questions mixed like the passages,
   calibrated) and `real` (the dev corpora's real question vectors as MiniLM embeds them, not
   mixed), vector-only search (weights bm25 0, vector 1, query vector given) through
   memlake.search.hybrid.search on a warm Searcher with the server's shard cache
@@ -56,7 +56,7 @@ def build(root: Path, size: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     search_bench.WORDS = 600
     real = vectors.real()
-    kinds = {"mixed": vectors.queries(real, 200), "real": real.queries[:200]}
+    kinds = {"mixed": vectors.mixed_queries(real, 200), "real": real.queries[:200]}
     for kind, q in kinds.items():
         np.save(root / f"queries-{kind}.npy", np.asarray(q, np.float32))
     (root / "texts.json").write_text(json.dumps(search_bench.query_texts(200)))

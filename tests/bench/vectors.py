@@ -151,6 +151,12 @@ def queries(r: Real, n: int, seed: int = 9, mix: Mix = QUERY_MIX) -> F32:
     return np.concatenate([r.queries, _mix(r.queries, first, mix, rng)])
 
 
+def mixed_queries(r: Real, n: int, seed: int = 9, mix: Mix = QUERY_MIX) -> F32:
+    """n synthetic query vectors only: mixes of the real questions (what `queries` appends
+    after them; `queries(r, n)` with n <= the real ones' count is the real ones alone)."""
+    return queries(r, len(r.queries) + n, seed, mix)[len(r.queries) :]
+
+
 def top1_self(v: F32, probes: int | None = None, seed: int = 3) -> F32:
     """Each (or `probes` sampled) vector's highest cosine to another vector of `v`."""
     rows = np.arange(len(v))
