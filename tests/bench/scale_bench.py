@@ -8,14 +8,16 @@ commit per shard on a bare lake, shards written by Layout.seal / shard_build.bui
 layout the server reaches, the search state committed in the manifest) on a local lake, with
 search_bench.py's corpus (WORDS Zipf words + a tag per episode, query texts of 3-6 words) and
 tests/bench/vectors.py's realistic vectors (query vectors: the 200 first of vectors.queries,
-i.e. the dev corpora's real questions). Per size it reports:
+i.e. the dev corpora's real questions; vector recall also for 200 of vectors.mixed_queries,
+the calibrated mixes of them). Per size it reports:
 
 - warm search p50/p95 (memlake.search.hybrid.search after 20 warm-up queries and the
   background promotion of the shards to whole ones that they start, as a server reaches; the
   wait is reported): with the query
   embedding (MiniLM), and hybrid with the query vector given (recency off, as search_bench);
   vector-only (weights bm25 0, vector 1) p50 and its recall@10 against the exact top-10
-  (every row scanned in float32, an episode at its best row);
+  (every row scanned in float32, an episode at its best row), for the real questions and
+  for the mixed ones;
 - cold search p50 (a new Lake, Searcher and caches on the same store, query embedding
   included) with the shard bytes fetched and the store requests, on the LocalStore and (up to
   --moto-max episodes: uploading GBs to moto is slow) on a moto S3 server subprocess;
@@ -77,7 +79,7 @@ def _ms(t0: float) -> float:
 
 
 def warm(store: ObjectStore, embedder: Any, cache: int, tenant: Any, qs: Any) -> dict[str, Any]:
-    texts, qvecs = qs
+    texts, qvecs, mixed = qs
     lake = bare_lake(store)
     svc = Searcher(Settings(), embedder=embedder, cache_bytes=cache)
     for i in range(WARMUP):
@@ -103,6 +105,13 @@ def warm(store: ObjectStore, embedder: Any, cache: int, tenant: Any, qs: Any) ->
         )  # fmt: skip
         only.append(_ms(t0))
         recalls.append(len(tenant.truth(i) & {h.id for h in hits}) / 10)
+    mixed_recalls = []  # the synthetic mixes (tenant.truth numbers them after the real ones)
+    for i in range(len(mixed)):
+        hits = search(
+            lake, svc, TENANT, query=texts[i], limit=10, recency=False, query_vector=mixed[i],
+            params=VEC_ONLY,
+        )  # fmt: skip
+        mixed_recalls.append(len(tenant.truth(len(qvecs) + i) & {h.id for h in hits}) / 10)
     return {
         "promotion_wait_s": promoted_s,
         "warm_p50_ms": round(statistics.median(with_embedding), 1),
@@ -112,6 +121,8 @@ def warm(store: ObjectStore, embedder: Any, cache: int, tenant: Any, qs: Any) ->
         "vec_only_p50_ms": round(statistics.median(only), 2),
         "vec_recall@10": round(statistics.mean(recalls), 4),
         "vec_recall@10_min": min(recalls),
+        "vec_recall@10_mixed": round(statistics.mean(mixed_recalls), 4),
+        "vec_recall@10_mixed_min": min(mixed_recalls),
     }
 
 
@@ -263,6 +274,7 @@ def bench_size(n: int, args: argparse.Namespace, embedder: Any, real: Any) -> di
     root = Path(tempfile.mkdtemp(prefix=f"memlake-scale-{n}-", dir=args.tmp))
     texts = search_bench.query_texts(args.queries)
     qvecs = vectors.queries(real, args.queries)
+    mixed = vectors.mixed_queries(real, args.queries)
     (root / "queries.json").write_text(json.dumps(texts))
     np.save(root / "queries.npy", qvecs)
     lance = None
@@ -273,8 +285,8 @@ def bench_size(n: int, args: argparse.Namespace, embedder: Any, real: Any) -> di
     t0 = time.perf_counter()
     tenant = scale_tenant.build(
         bare_lake(LocalStore(root)), root, n, embedder.name,
-        lambda no, docs: vectors.passages(real, docs, scale_tenant.PER, seed=1000 + no), qvecs,
-        sink=lance.add if lance is not None else None,
+        lambda no, docs: vectors.passages(real, docs, scale_tenant.PER, seed=1000 + no),
+        np.concatenate([qvecs, mixed]), sink=lance.add if lance is not None else None,
     )  # fmt: skip
     out: dict[str, Any] = {"episodes": n, "vectors": n * scale_tenant.PER}
     out["build_s"] = round(time.perf_counter() - t0)
@@ -283,7 +295,7 @@ def bench_size(n: int, args: argparse.Namespace, embedder: Any, real: Any) -> di
     out["shard_MB"] = round(sum(s.bytes for s in tenant.infos) / 1e6)
     out["vector_MB"] = round(n * scale_tenant.PER * vectors.DIM * 4 / 1e6)
     print(f"  built: {out}", flush=True)
-    out.update(warm(LocalStore(root), embedder, args.cache_bytes, tenant, (texts, qvecs)))
+    out.update(warm(LocalStore(root), embedder, args.cache_bytes, tenant, (texts, qvecs, mixed)))
     gc.collect()
     print(f"  warm: {out}", flush=True)
     out.update(cold(lambda: LocalStore(root), embedder, texts, args.cold_runs))
