@@ -5,6 +5,7 @@ filters stay exact, a top-k is never short, scores are exact cosines."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -215,9 +216,9 @@ def test_a_lake_search_plans_across_its_ivf_shards(
     calls: list[ivf.Probes | None] = []
     real = Shard.vector_candidates
 
-    def spy(self: Shard, query: np.ndarray, mask: object, k: int, probes: object = None):
+    def spy(self: Shard, query: np.ndarray, mask: object, k: int, probes: object, *rest: Any):
         calls.append(probes)  # type: ignore[arg-type]
-        return real(self, query, mask, k, probes)  # type: ignore[arg-type]
+        return real(self, query, mask, k, probes, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Shard, "vector_candidates", spy)
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 10**6)  # every list: the exact search

@@ -226,6 +226,17 @@ class Ivf:
         """Lists probed without a plan across shards: NPROBE for each shard's worth (`weight`)."""
         return max(1, round(NPROBE * self.weight))
 
+    def shallow(self, depth: int, first: int, sel: Any, probes: Probes | None) -> bool:
+        """Whether `candidates` gives only the `first` best of its `depth`: the planned lists
+        hold at least `depth` rows and no filter drops any, so the lists searched and the
+        order of their code scores are those of the deeper search."""
+        return (
+            first < depth
+            and sel is None
+            and probes is not None
+            and self._planned_entries(probes) >= depth
+        )
+
     def _planned_entries(self, probes: Probes) -> int:
         """Entries of the planned lists (allowed or not)."""
         lists = probes.lists[0]
@@ -319,16 +330,30 @@ class Ivf:
         return vector_scan.rescored(rows, vectors, q, want)
 
     def candidates(
-        self, q: F32, depth: int, allowed: int, mask: Any, sel: Any, probes: Probes | None = None
+        self,
+        q: F32,
+        depth: int,
+        allowed: int,
+        mask: Any,
+        sel: Any,
+        probes: Probes | None = None,
+        first: int | None = None,
     ) -> tuple[I64, F32, bool]:
         """(rows, their scores from the codes, whether they are a filter's exact scan) among
         the `allowed` rows (`mask` / `sel`; None: all): `depth` candidates from the codes of
         the probed lists (`own_nprobe` nearest, or the planned `probes`). When the probed lists
         hold fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
-        leaving at most EXACT_BELOW rows is every allowed row instead (no scores)."""
+        leaving at most EXACT_BELOW rows is every allowed row instead (no scores). `first`:
+        only the `first` best of those `depth` when that asks the same lists (planned probes
+        holding `depth` rows, no filter), which `shallow` tells."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
             return rows, np.zeros(len(rows), np.float32), True
+        if first is not None and self.shallow(depth, first, sel, probes):
+            assert probes is not None
+            dist, idx = self.search(q, first, len(probes), None, probes)
+            found = idx[0] >= 0
+            return idx[0][found], dist[0][found], False
         nprobe = self.own_nprobe() if probes is None else len(probes)
         if probes is not None and self._planned_entries(probes) < depth:
             probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered

@@ -11,6 +11,7 @@ that many float32 rows by ranges.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,6 +49,9 @@ class Candidates:
     #: ivf.weight_of): the depth one cutoff across shards is counted in (decision 1318)
     depth: int
     allowed: int  # rows the filter allows
+    #: the first of two rounds (`vector_candidates` with a share): these are the best of the
+    #: code candidates only, and asking again with none gives them and the rest
+    partial: bool = False
 
 
 class ShardVectors:
@@ -90,9 +94,11 @@ class ShardVectors:
         return min(allowed, k * min(ROWS_PER_DOC_WANTED, max(1, -(-m // max(self.n, 1)))))
 
     def vector_candidates(
-        self, query: F32, mask: Any, k: int, probes: ivf.Probes | None = None
+        self, query: F32, mask: Any, k: int, probes: ivf.Probes | None = None, share: float = 1.0
     ) -> Candidates | None:
-        """The first step of a search over many shards (None: no row allowed)."""
+        """The first step of a search over many shards (None: no row allowed). `share` < 1:
+        an IVF shard searching planned lists gives only that share of its best candidates
+        where they are the first of the whole answer (`partial`; ivf.Ivf.shallow)."""
         if len(self.vectors) == 0 or k <= 0:
             return None
         params, keep, rows_mask, allowed = self._filtered(mask)
@@ -106,9 +112,14 @@ class ShardVectors:
             assert ivf_index is not None
             sel = None if params is None else params.sel
             asked = self._weighted(depth, allowed)
-            rows, scores, scan = ivf_index.candidates(q, asked, allowed, rows_mask, sel, probes)
+            first = max(1, math.ceil(asked * share)) if share < 1 else None
+            partial = first is not None and ivf_index.shallow(asked, first, sel, probes)
+            rows, scores, scan = ivf_index.candidates(
+                q, asked, allowed, rows_mask, sel, probes, first if partial else None
+            )
             del keep
-            return Candidates(q, rows, scores, "all" if scan else "codes", want, depth, allowed)
+            kind: Literal["all", "codes"] = "all" if scan else "codes"
+            return Candidates(q, rows, scores, kind, want, depth, allowed, partial and not scan)
         exact = len(self.vectors) < SQ8_MIN_ROWS
         # a small flat shard's every allowed row, best first: vector_finish deepens over them
         # without searching again (it took a second search for 1 in ~1 searches at 20k)
