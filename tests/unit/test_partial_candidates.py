@@ -32,9 +32,9 @@ def test_a_shallow_ask_is_the_start_of_the_whole_one(shards: list[Shard]) -> Non
             if not index.shallow(depth, first, None, probes):
                 continue
             q1 = q.reshape(1, -1).astype(np.float32)
-            rows, scores, scan = index.candidates(q1, depth, 10**6, None, None, probes, first)
+            rows, scores, how = index.candidates(q1, depth, 10**6, None, None, probes, first)
             all_rows, all_scores, _ = index.candidates(q1, depth, 10**6, None, None, probes)
-            assert not scan and len(rows) == first and len(all_rows) == depth
+            assert how == "first" and len(rows) == first and len(all_rows) == depth
             np.testing.assert_array_equal(scores, all_scores[:first])
             above = scores > scores[-1]  # (ties at the last score may be any of them)
             assert set(rows[above].tolist()) == set(all_rows[all_scores > scores[-1]].tolist())
@@ -56,6 +56,9 @@ def test_no_shallow_ask_with_a_filter_or_too_few_planned_rows(
     assert not index.shallow(held, 10, object(), probes)  # a filter's selector
     assert not index.shallow(held, 10, None, None)  # the shard's own probes
     assert not index.shallow(10, 10, None, probes)  # nothing less to ask
+    q1 = _queries(shards, 3)[:1].astype(np.float32)
+    rows, _, how = index.candidates(q1, held + 1, 10**6, None, None, probes, 10)
+    assert how == "codes" and len(rows) == held + 1  # the whole ask, widened: not `first`
 
 
 def _vector_side(parts: list[Shard], q: np.ndarray) -> list[Any]:

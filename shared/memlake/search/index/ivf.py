@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -338,22 +338,22 @@ class Ivf:
         sel: Any,
         probes: Probes | None = None,
         first: int | None = None,
-    ) -> tuple[I64, F32, bool]:
-        """(rows, their scores from the codes, whether they are a filter's exact scan) among
-        the `allowed` rows (`mask` / `sel`; None: all): `depth` candidates from the codes of
-        the probed lists (`own_nprobe` nearest, or the planned `probes`). When the probed lists
-        hold fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
-        leaving at most EXACT_BELOW rows is every allowed row instead (no scores). `first`:
-        only the `first` best of those `depth` when that asks the same lists (planned probes
-        holding `depth` rows, no filter), which `shallow` tells."""
+    ) -> tuple[I64, F32, Literal["scan", "codes", "first"]]:
+        """(rows, their scores from the codes, how they were found) among the `allowed` rows
+        (`mask` / `sel`; None: all): `depth` candidates from the codes of the probed lists
+        (`own_nprobe` nearest, or the planned `probes`): "codes". When the probed lists hold
+        fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
+        leaving at most EXACT_BELOW rows is every allowed row instead, without scores: "scan".
+        `first`: only the `first` best of those `depth` where that asks the same lists
+        (`shallow`): "first"."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
-            return rows, np.zeros(len(rows), np.float32), True
+            return rows, np.zeros(len(rows), np.float32), "scan"
         if first is not None and self.shallow(depth, first, sel, probes):
             assert probes is not None
             dist, idx = self.search(q, first, len(probes), None, probes)
             found = idx[0] >= 0
-            return idx[0][found], dist[0][found], False
+            return idx[0][found], dist[0][found], "first"
         nprobe = self.own_nprobe() if probes is None else len(probes)
         if probes is not None and self._planned_entries(probes) < depth:
             probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
@@ -361,5 +361,5 @@ class Ivf:
             dist, idx = self.search(q, depth, nprobe, sel, probes)
             found = idx[0] >= 0
             if found.sum() >= depth or nprobe >= self.nlist:
-                return idx[0][found], dist[0][found], False
+                return idx[0][found], dist[0][found], "codes"
             probes, nprobe = None, max(1, 4 * nprobe)

@@ -113,13 +113,12 @@ class ShardVectors:
             sel = None if params is None else params.sel
             asked = self._weighted(depth, allowed)
             first = max(1, math.ceil(asked * share)) if share < 1 else None
-            partial = first is not None and ivf_index.shallow(asked, first, sel, probes)
-            rows, scores, scan = ivf_index.candidates(
-                q, asked, allowed, rows_mask, sel, probes, first if partial else None
+            rows, scores, how = ivf_index.candidates(
+                q, asked, allowed, rows_mask, sel, probes, first
             )
             del keep
-            kind: Literal["all", "codes"] = "all" if scan else "codes"
-            return Candidates(q, rows, scores, kind, want, depth, allowed, partial and not scan)
+            kind: Literal["all", "codes"] = "all" if how == "scan" else "codes"
+            return Candidates(q, rows, scores, kind, want, depth, allowed, how == "first")
         exact = len(self.vectors) < SQ8_MIN_ROWS
         # a small flat shard's every allowed row, best first: vector_finish deepens over them
         # without searching again (it took a second search for 1 in ~1 searches at 20k)
