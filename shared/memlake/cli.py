@@ -177,6 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     kernels.add_argument(
         "--cache-dir", help="the kernel cache (default MEMLAKE_KERNEL_CACHE_DIR, else ~/.cache)"
     )
+    kernels.add_argument(
+        "--level",
+        choices=["x86-64-v3", "generic"],
+        help="compile for this CPU level alone (default: each of this architecture's)",
+    )
     kernels.add_argument("--json", action="store_true", help="print the report indented")
     return parser
 

@@ -272,19 +272,38 @@ def _embed_all_pending(services: Any, tenant: str) -> int:
 
 def run_warm_kernels(args: argparse.Namespace) -> int:
     """`memlake warm-kernels`: compile the search's numba kernels into the kernel cache (or
-    load them from it) and mark it ready, so that no search compiles (decision 2502); the
-    image build and infra/setup.sh run it. Exit 1 when numba cannot: searches use numpy."""
+    load them from it) and mark it ready, so that no search compiles (decision 2502), for
+    each CPU level of this architecture, in a process each (numba compiles for one CPU a
+    process; decision 2507), or for `--level` / NUMBA_CPU_NAME's CPU alone. The image build and
+    infra/setup.sh run it. Exit 1 when no level compiled: searches use numpy."""
     from memlake.config import kernel_settings
     from memlake.search.index import kernels
 
     chosen = kernel_settings()
     if args.cache_dir:
         chosen = replace(chosen, cache_dir=args.cache_dir)
+    if not (args.level or chosen.cpu_name):
+        return _warm_each_level(args, kernels.build_levels())
     try:
-        got = kernels.warm(chosen)
+        got = kernels.warm(replace(chosen, cpu_name=args.level or chosen.cpu_name))
     except Exception as e:  # noqa: BLE001  (no numba, or it cannot compile here)
         print(f"memlake: no numba kernels ({type(e).__name__}: {e}); searches use numpy",
               file=sys.stderr)  # fmt: skip
         return 1
     print(json.dumps(got, indent=2 if args.json else None))
     return 0
+
+
+def _warm_each_level(args: argparse.Namespace, levels: list[str]) -> int:
+    """`warm-kernels --level L` in a child process for each level; their reports by level."""
+    import subprocess
+
+    reports: dict[str, Any] = {}
+    for level in levels:
+        command = [sys.executable, "-m", "memlake", "warm-kernels", "--level", level, "--json"]
+        command += ["--cache-dir", args.cache_dir] if args.cache_dir else []
+        child = subprocess.run(command, capture_output=True, text=True, check=False)
+        sys.stderr.write(child.stderr)
+        reports[level] = json.loads(child.stdout) if child.returncode == 0 else None
+    print(json.dumps(reports, indent=2 if args.json else None))
+    return 0 if any(reports.values()) else 1

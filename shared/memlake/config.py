@@ -283,8 +283,9 @@ class KernelSettings:
     #: MEMLAKE_KERNEL_CACHE_SEED: a cache built ahead (read-only, an image's), copied into
     #: cache_dir when that lacks it; in a Lambda function LAMBDA_TASK_ROOT/kernel-cache
     cache_seed: str = ""
-    #: NUMBA_CPU_NAME, else "generic": what the code is compiled for and the cache keyed by
-    cpu_name: str = "generic"
+    #: NUMBA_CPU_NAME: the one CPU the code is compiled for and the cache keyed by; empty:
+    #: the best of the levels the cache holds that this host runs (kernels.LEVELS, 2507)
+    cpu_name: str = ""
 
 
 def kernel_settings() -> KernelSettings:
@@ -304,7 +305,7 @@ def kernel_settings() -> KernelSettings:
     seed = _text("MEMLAKE_KERNEL_CACHE_SEED")
     if not seed and in_lambda() and _text("LAMBDA_TASK_ROOT"):
         seed = str(Path(_text("LAMBDA_TASK_ROOT")) / "kernel-cache")
-    return KernelSettings(mode, cache_dir, seed, _text("NUMBA_CPU_NAME") or "generic")
+    return KernelSettings(mode, cache_dir, seed, _text("NUMBA_CPU_NAME"))
 
 
 @lru_cache(maxsize=1)

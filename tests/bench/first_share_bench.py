@@ -4,7 +4,7 @@ re-score depth against the defaults, with recall on real and on mixed questions.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/first_share_bench.py \\
         build DIR [--size 300000]
-    ... first_share_bench.py run DIR [--rounds 2] [--setting PER:ACROSS:RESCORE]
+    ... first_share_bench.py run DIR [--rounds 2] [--setting PER:ACROSS:RESCORE | --plan]
 
 - build: scale_tenant.build's tenant (realistic passage vectors, search_bench's corpus with
   600 words an episode, as scale_bench) kept in DIR with 200 real questions, 200 mixes of them
@@ -16,6 +16,9 @@ re-score depth against the defaults, with recall on real and on mixed questions.
   the two must be equal. With --setting, A is the defaults and B ivf.PLAN_PER_SHARD,
   sides.RESCORE_ACROSS and shard_vectors.RESCORE as given. It prints both p50s, the paired
   median difference and vector-only recall@10 of each kind under each setting.
+- run --plan: A scores every centroid in float32 for the probe plan (as before decision 2507),
+  B the default int8 pass then float32 near the cut only (ivf_coarse); every hit and score must
+  be equal, and the plan's own median time (ivf.plan_probes) is reported for each.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from memlake.config import Settings  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
-from memlake.search.index import ivf, kernels, shard_vectors  # noqa: E402
+from memlake.search.index import ivf, ivf_coarse, kernels, shard_vectors  # noqa: E402
 from memlake.search.query import sides  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.search.searcher import Searcher  # noqa: E402
@@ -66,18 +69,28 @@ def build(root: Path, size: int) -> None:
     (root / "truth.json").write_text(json.dumps(truth))
 
 
-def _setting(per: int, across: int, rescore: int, margin: float) -> None:
+INT8_SCORES = ivf_coarse.scores
+
+
+def _float32_scores(centroids: Any, quantised: Any, q: Any, budget: int) -> list[Any]:
+    return [c @ q for c in centroids]  # every centroid, as plan_probes did before 2507
+
+
+def _setting(per: int, across: int, rescore: int, margin: float, int8: bool = True) -> None:
     ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS = per, across
     shard_vectors.RESCORE, sides.FIRST_MARGIN = rescore, margin
+    ivf_coarse.scores = INT8_SCORES if int8 else _float32_scores
 
 
-def run(root: Path, rounds: int, setting: str | None) -> None:
+def run(root: Path, rounds: int, setting: str | None, plan: bool = False) -> None:
     texts = json.loads((root / "texts.json").read_text())
     queries = {k: np.load(root / f"queries-{k}.npy") for k in KINDS}
     truth = json.loads((root / "truth.json").read_text())
     default = (ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS, shard_vectors.RESCORE)
     margin = sides.FIRST_MARGIN
-    if setting is None:
+    if plan:
+        a, b = (*default, margin, False), (*default, margin, True)
+    elif setting is None:
         a, b = (*default, 1e9), (*default, margin)
     else:
         per, across, rescore = (int(x) for x in setting.split(":"))
@@ -100,18 +113,32 @@ def run(root: Path, rounds: int, setting: str | None) -> None:
 
     for kind, i in cases:  # the first pass adds the lists it probes
         one(kind, i, HYBRID)
+    planned: dict[str, list[float]] = {"a": [], "b": []}
+    now = ["a"]
+    plan_probes = ivf.plan_probes
+
+    def timed_plan(*args: Any, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        got = plan_probes(*args, **kw)
+        planned[now[0]].append((time.perf_counter() - t0) * 1000)
+        return got
+
+    ivf.plan_probes = timed_plan  # type: ignore[assignment]
     took: dict[tuple[str, str], list[float]] = {(s, p): [] for s in "ab" for p in ("h", "v")}
     hits: dict[tuple[str, str, str, int], list[Any]] = {}
     for r in range(rounds):
         for n, (kind, i) in enumerate(cases):
             for name in "ab" if (n + r) % 2 == 0 else "ba":
                 _setting(*(a if name == "a" else b))
+                now[0] = name
                 for p, params in (("h", HYBRID), ("v", VEC)):
                     ms, got = one(kind, i, params)
                     took[(name, p)].append(ms)
                     hits[(name, p, kind, i)] = got
     _setting(*a)
+    ivf.plan_probes = plan_probes  # type: ignore[assignment]
     out: dict[str, Any] = {"a": a, "b": b, "queries": len(cases), "rounds": rounds}
+    out["plan_p50_ms"] = [round(float(np.median(planned[n] or [0])), 3) for n in "ab"]
     for p, label in (("h", "hybrid"), ("v", "vector_only")):
         ta, tb = np.asarray(took[("a", p)]), np.asarray(took[("b", p)])
         out[f"{label}_p50_ms"] = [round(float(np.median(ta)), 2), round(float(np.median(tb)), 2)]
@@ -124,7 +151,7 @@ def run(root: Path, rounds: int, setting: str | None) -> None:
                 for i in range(len(queries[kind]))
             ]
             out[f"recall_{kind}_{name}"] = round(statistics.mean(rec), 4)
-    if setting is None:
+    if plan or setting is None:
         out["same_hits"] = all(
             hits[("a", p, k, i)] == hits[("b", p, k, i)] for p in "hv" for k, i in cases
         )
@@ -141,11 +168,12 @@ def main() -> None:
     r.add_argument("dir", type=Path)
     r.add_argument("--rounds", type=int, default=2)
     r.add_argument("--setting", default=None, help="PER:ACROSS:RESCORE against the defaults")
+    r.add_argument("--plan", action="store_true", help="the float32 plan against the int8 one")
     args = parser.parse_args()
     if args.cmd == "build":
         build(args.dir, args.size)
     else:
-        run(args.dir, args.rounds, args.setting)
+        run(args.dir, args.rounds, args.setting, args.plan)
 
 
 if __name__ == "__main__":

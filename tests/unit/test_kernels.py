@@ -10,8 +10,6 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,17 +27,6 @@ from tests.integration.test_search_index import HashEmbedder, T, make, put, stat
 from tests.support.tiny_layout import tiny_ivf_layout
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def compiled() -> Iterator[ModuleType]:
-    """numba's kernels, from the default kernel cache (compiled into it if it lacks them)."""
-    pytest.importorskip("numba")
-    kernels.reset()
-    module = kernels.load(replace(kernel_settings(), mode="numba"))
-    assert module is not numpy_twins, kernels.report()
-    yield module
-    kernels.reset()
 
 
 def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:

@@ -23,16 +23,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from memlake.errors import CorruptObject
-from memlake.search.index import ivf_codes, kernels, vector_scan
+from memlake.search.index import ivf_coarse, ivf_codes, kernels, vector_scan
 from memlake.search.index.arrays import F32, I64
-
-if TYPE_CHECKING:
-    pass
 
 #: vector rows from which a written shard gets an IVF index, below: the exact flat scan. Equal
 #: to shard_vectors.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF
@@ -55,6 +52,9 @@ CODES = "pq4"
 PLAN_PER_SHARD = 56
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
+#: centroids over a search's IVF shards from which the plan reads their int8 copy first
+#: (ivf_coarse, decision 2507); below, one float32 pass is faster
+PLAN_INT8_FROM = 32_768
 #: docs of the shards NPROBE, PLAN_PER_SHARD, PLAN_MOST and shard_vectors' re-score depth were
 #: measured on: a tier-2 shard of the write path (layout.TAIL_DOCS * FANOUT ** MAX_TIER). A
 #: bigger shard (maintenance merges them: memlake.search.merging) counts as as many of those as
@@ -165,12 +165,19 @@ def plan_probes(
     its inputs did (their centroids are its centroids, memlake.search.index.shard_build). A
     shard's plan is always its own best lists, so widening it is its own coarse search; an
     empty plan means that no list of the shard is among the globally best, so it holds the
-    global top-k only with a small probability (decision 1303)."""
+    global top-k only with a small probability (decision 1303). From PLAN_INT8_FROM centroids
+    the scores come from an int8 pass and float32 products near the cut only (ivf_coarse,
+    decision 2507): the same lists."""
     weights = [index.weight for index in ivfs]
     budget = round(PLAN_PER_SHARD * sum(weights)) if budget is None else budget
     least = PLAN_LEAST if least is None else least
     most = PLAN_MOST if most is None else most
-    scores = [index.centroids @ q[0] for index in ivfs]  # BLAS, without the GIL
+    total = sum(index.nlist for index in ivfs)
+    if total >= PLAN_INT8_FROM and 0 < budget < total and least == 0:  # int8, then near the cut
+        quantised = [index.quantised for index in ivfs]
+        scores = ivf_coarse.scores([i.centroids for i in ivfs], quantised, q[0], budget)
+    else:
+        scores = [index.centroids @ q[0] for index in ivfs]  # BLAS, without the GIL
     every = np.concatenate(scores) if scores else np.zeros(0, np.float32)
     starts = np.zeros(len(scores) + 1, np.int64)
     np.cumsum([len(s) for s in scores], out=starts[1:])
@@ -200,6 +207,7 @@ class Ivf:
         self.centroids: F32 = arrays["ivf_centroids"]
         self.offsets: I64 = arrays["ivf_offsets"]
         self.nlist = len(self.centroids)
+        self.quantised = ivf_coarse.Quantised(self.centroids)  # the plan's int8 copy, made later
         self._arrays = arrays
         self._lists = lists or self._slice
         coarse = faiss.IndexFlatIP(dim)

@@ -17,11 +17,15 @@ is one setting, MEMLAKE_KERNELS (memlake.config.kernel_settings):
 - "numpy": numpy only (numba is never imported).
 
 numba keeps the compiled code in the kernel cache directory (MEMLAKE_KERNEL_CACHE_DIR; /tmp's
-in a Lambda function, whose code directory is read-only), for a CPU named "generic" unless
-NUMBA_CPU_NAME says otherwise, so a cache built on one machine loads on another (Lambda's
-hosts differ). When that directory has no cache yet and MEMLAKE_KERNEL_CACHE_SEED names one
-built ahead (the image's), it is copied there first. The dispatchers then refuse to compile
-anything more: a call with other argument types is a TypeError in tests, never a compile.
+in a Lambda function, whose code directory is read-only), keyed by the CPU it is compiled for.
+`memlake warm-kernels` compiles them for every level of LEVELS this architecture has (`warm` in
+a process of its own for each: numba is set up for one CPU a process), named levels rather than the
+CPU, so a cache built on one machine loads on another (Lambda's hosts differ); a process loads
+the best level its CPU runs (`host_levels`) that the cache holds (decision 2507).
+NUMBA_CPU_NAME names one CPU instead. When that directory has no cache yet and
+MEMLAKE_KERNEL_CACHE_SEED names one built ahead (the image's), it is copied there first. The
+dispatchers then refuse to compile anything more: a call with other argument types is a
+TypeError in tests, never a compile.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import platform
 import shutil
 import threading
 import time
@@ -49,6 +54,13 @@ _start = threading.Lock()  # held while starting the loading thread (never while
 _loading: list[threading.Thread] = []
 _configured: list[str] = []  # the CPU name this process set numba up for (once)
 MARKER = "memlake-kernels-{}.json"
+#: the CPUs the kernels are compiled for, best first: x86-64-v3 (AVX2, FMA, F16C, BMI: Intel
+#: since Haswell, AMD since Excavator, every x86 Lambda host), then LLVM's "generic", which
+#: runs on any CPU of the architecture. Named levels, not the host's own CPU: a cache built on
+#: one machine (an image's) loads on another of the level
+LEVELS = ("x86-64-v3", "generic")
+#: what a CPU needs for x86-64-v3 (llvmlite's names of the host's features)
+V3_FEATURES = ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
 
 
 def active() -> ModuleType:
@@ -130,9 +142,10 @@ def load(settings: KernelSettings | None = None, compile_missing: bool | None = 
 
 
 def warm(settings: KernelSettings | None = None) -> dict[str, Any]:
-    """Compile every kernel for its signature into the cache (or load it from there) and mark
-    the cache ready for `auto`: the image build and infra/setup.sh run this (`memlake
-    warm-kernels`). Raises when numba cannot import or compile."""
+    """Compile every kernel for its signature into the cache (or load it from there) for one
+    CPU (settings.cpu_name, else the best level this host runs) and mark the cache ready for
+    `auto`: `memlake warm-kernels` runs this once a level (`build_levels`), in a process each.
+    Raises when numba cannot import or compile."""
     reset()
     s = settings or kernel_settings()
     with _lock:
@@ -141,10 +154,49 @@ def warm(settings: KernelSettings | None = None) -> dict[str, Any]:
     return report()
 
 
+def build_levels() -> list[str]:
+    """The levels `memlake warm-kernels` compiles for on this architecture (also those this
+    host cannot run: an image built here may run on another)."""
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    return list(LEVELS) if x86 else ["generic"]
+
+
+def host_levels() -> list[str]:
+    """The levels of LEVELS this CPU runs, best first (asks llvmlite, numba's own)."""
+    try:
+        import llvmlite.binding as llvm
+
+        if not llvm.get_process_triple().startswith("x86_64"):
+            return ["generic"]
+        features = llvm.get_host_cpu_features()
+    except Exception:  # noqa: BLE001  (no llvmlite, or it cannot tell: the portable level)
+        return ["generic"]
+    return list(LEVELS) if all(features.get(f, False) for f in V3_FEATURES) else ["generic"]
+
+
+def choose_level(s: KernelSettings, compiling: bool) -> str:
+    """The CPU to set numba up for: NUMBA_CPU_NAME's when set; when compiling, the best level
+    this host runs; else the best it runs that the cache (or its seed) holds."""
+    if s.cpu_name:
+        return s.cpu_name
+    marked = [level for level in LEVELS if _marked(s, level)]
+    if not marked:
+        return host_levels()[0] if compiling else "generic"  # (numpy when nothing is cached)
+    runs = host_levels()
+    return runs[0] if compiling else next((lv for lv in runs if lv in marked), runs[-1])
+
+
+def _marked(s: KernelSettings, level: str) -> bool:
+    marker = MARKER.format(_fingerprint(level))
+    places = [s.cache_dir] + ([s.cache_seed] if s.cache_seed else [])
+    return any((Path(place) / marker).exists() for place in places if place)
+
+
 def _load_numba(s: KernelSettings, compiling: bool) -> tuple[ModuleType, str]:
     cache = Path(s.cache_dir)
-    marker = MARKER.format(_fingerprint(s.cpu_name))
-    _state["cache_dir"] = str(cache)
+    level = choose_level(s, compiling)
+    marker = MARKER.format(_fingerprint(level))
+    _state.update(cache_dir=str(cache), level=level)
     if not (cache / marker).exists() and s.cache_seed and (Path(s.cache_seed) / marker).exists():
         shutil.copytree(s.cache_seed, cache, dirs_exist_ok=True)  # the image's, built ahead
     if not compiling and not (cache / marker).exists():
@@ -161,11 +213,11 @@ def _load_numba(s: KernelSettings, compiling: bool) -> tuple[ModuleType, str]:
     # numba sets its compiler up (for config's CPU) when the first njit function is made; a
     # cached property, so look without making it
     if "_toplevel_target_context" not in vars(registry.cpu_target):
-        config.CPU_NAME = s.cpu_name  # the cache is keyed by it: "generic" runs anywhere
-        if s.cpu_name == "generic":
-            config.CPU_FEATURES = ""
-        _configured.append(s.cpu_name)
-    elif not compiling and s.cpu_name not in _configured:  # another library's njit came first
+        config.CPU_NAME = level  # the cache is keyed by it (and the features)
+        if level in LEVELS:
+            config.CPU_FEATURES = ""  # the level's own, not this host's: the key is portable
+        _configured.append(level)
+    elif not compiling and level not in _configured:  # another library's njit came first
         return numpy_twins, "numba was set up for this CPU before the kernels loaded"
     from memlake.search.index.kernels import numba_kernels as nk
 

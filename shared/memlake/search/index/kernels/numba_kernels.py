@@ -22,6 +22,9 @@ _RO_I64 = types.Array(types.int64, 1, "C", readonly=True)
 _RO_F32 = types.Array(types.float32, 1, "C", readonly=True)
 _RO_BOOL = types.Array(types.boolean, 1, "C", readonly=True)
 _RO_U16_2D = types.Array(types.uint16, 2, "C", readonly=True)
+_RO_I8 = types.Array(types.int8, 1, "C", readonly=True)
+_RO_I8_2D = types.Array(types.int8, 2, "C", readonly=True)
+_RO_F64_2D = types.Array(types.float64, 2, "C", readonly=True)
 _INT, _FLOAT = types.int64, types.float64
 
 #: the one signature of each kernel (read-only array types accept writable arrays too)
@@ -34,6 +37,8 @@ SIGNATURES: dict[str, tuple[Any, ...]] = {
     "top_docs": (_RO_I64, _RO_F32, _INT, _RO_I32, _RO_I32, _INT, _INT),
     "plan_lists": (_RO_F32, _RO_I64, _INT, _INT, _RO_I64),
     "widen": (_RO_U16_2D, _RO_F32),
+    "coarse_dots": (_RO_I8_2D, _RO_I8),
+    "coarse_bounds": (_RO_I8_2D, _RO_I8, _RO_F64_2D, _FLOAT, _FLOAT, _FLOAT, _FLOAT),
 }  # fmt: skip
 
 _jit = numba.njit(nogil=True, cache=True)
@@ -41,7 +46,10 @@ _jit = numba.njit(nogil=True, cache=True)
 # BM25's kernels live in their own file (numba caches a function by the file that defines it)
 from memlake.search.index.kernels.numba_bm25 import best_passages, bm25_top  # noqa: E402
 
-__all__ = ["SIGNATURES", "best_passages", "bm25_top", "plan_lists", "top_docs", "widen"]
+__all__ = [
+    "SIGNATURES", "best_passages", "bm25_top", "coarse_bounds", "coarse_dots", "plan_lists",
+    "top_docs", "widen",
+]  # fmt: skip
 
 
 @_jit
@@ -117,3 +125,41 @@ def widen(halves, floats):  # type: ignore[no-untyped-def]
         for j in range(dim):
             o[j] = floats[src[j]]
     return out
+
+
+@_jit
+def coarse_dots(codes, q8):  # type: ignore[no-untyped-def]
+    """Each int8 row of `codes` (rows x dim) times the int8 query `q8`, summed exactly in
+    integers: the probe plan's first pass (memlake.search.index.ivf_coarse). Through int16 so
+    that x86-64-v3's AVX2 multiplies and adds pairs (vpmaddwd): 1.1 ms for 47k centroids of
+    384 against BLAS's 2.7 ms over their float32; the portable "generic" build takes 3.4."""
+    n, dim = codes.shape
+    q = np.empty(dim, np.int16)
+    for j in range(dim):
+        q[j] = q8[j]
+    out = np.empty(n, np.int32)
+    for i in range(n):
+        row = codes[i]
+        acc = np.int32(0)
+        for j in range(dim):
+            acc += np.int16(row[j]) * q[j]
+        out[i] = acc
+    return out
+
+
+@_jit
+def coarse_bounds(codes, q8, terms, q_scale, q_size, q_err, rounding):  # type: ignore[no-untyped-def]
+    """The lowest and highest each centroid's float32 score can be (memlake.search.index.
+    ivf_coarse.estimate): its int8 product scaled, minus and plus the bound of its error.
+    `terms` rows: each centroid's scale, error, int8 norm and norm. The same float64 operations
+    in the same order as numpy's twin."""
+    dots = coarse_dots(codes, q8)
+    n = dots.shape[0]
+    low = np.empty(n, np.float64)
+    high = np.empty(n, np.float64)
+    for i in range(n):
+        approx = np.float64(dots[i]) * terms[0, i] * q_scale
+        bound = terms[1, i] * q_size + terms[2, i] * q_err + terms[3, i] * rounding + 1e-12
+        low[i] = approx - bound
+        high[i] = approx + bound
+    return low, high
