@@ -17,8 +17,9 @@ re-score depth against the defaults, with recall on real and on mixed questions.
   sides.RESCORE_ACROSS and shard_vectors.RESCORE as given. It prints both p50s, the paired
   median difference and vector-only recall@10 of each kind under each setting.
 - run --plan: A scores every centroid in float32 for the probe plan (as before decision 2507),
-  B the default int8 pass then float32 near the cut only (ivf_coarse); every hit and score must
-  be equal, and the plan's own median time (ivf.plan_probes) is reported for each.
+  B from their int8 copies where the default PLAN_INT8_FROM says (ivf_coarse); it reports the
+  plan's own median time (ivf.plan_probes) for each and the share of searches whose hits and
+  scores are the same.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from memlake.config import Settings  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
-from memlake.search.index import ivf, ivf_coarse, kernels, shard_vectors  # noqa: E402
+from memlake.search.index import ivf, kernels, shard_vectors  # noqa: E402
 from memlake.search.query import sides  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.search.searcher import Searcher  # noqa: E402
@@ -69,17 +70,13 @@ def build(root: Path, size: int) -> None:
     (root / "truth.json").write_text(json.dumps(truth))
 
 
-INT8_SCORES = ivf_coarse.scores
-
-
-def _float32_scores(centroids: Any, quantised: Any, q: Any, budget: int) -> list[Any]:
-    return [c @ q for c in centroids]  # every centroid, as plan_probes did before 2507
+INT8_FROM = ivf.PLAN_INT8_FROM
 
 
 def _setting(per: int, across: int, rescore: int, margin: float, int8: bool = True) -> None:
     ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS = per, across
     shard_vectors.RESCORE, sides.FIRST_MARGIN = rescore, margin
-    ivf_coarse.scores = INT8_SCORES if int8 else _float32_scores
+    ivf.PLAN_INT8_FROM = INT8_FROM if int8 else 1 << 62
 
 
 def run(root: Path, rounds: int, setting: str | None, plan: bool = False) -> None:
@@ -151,10 +148,11 @@ def run(root: Path, rounds: int, setting: str | None, plan: bool = False) -> Non
                 for i in range(len(queries[kind]))
             ]
             out[f"recall_{kind}_{name}"] = round(statistics.mean(rec), 4)
-    if plan or setting is None:
-        out["same_hits"] = all(
-            hits[("a", p, k, i)] == hits[("b", p, k, i)] for p in "hv" for k, i in cases
-        )
+    same = [hits[("a", p, k, i)] == hits[("b", p, k, i)] for p in "hv" for k, i in cases]
+    if plan:
+        out["same_hits_share"] = round(sum(same) / len(same), 4)
+    elif setting is None:
+        out["same_hits"] = all(same)
     print("RESULT " + json.dumps(out), flush=True)
 
 

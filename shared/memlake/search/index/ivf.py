@@ -52,9 +52,9 @@ CODES = "pq4"
 PLAN_PER_SHARD = 56
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
-#: centroids over a search's IVF shards from which the plan reads their int8 copy first
-#: (ivf_coarse, decision 2507); below, one float32 pass is faster
-PLAN_INT8_FROM = 32_768
+#: centroids over a search's IVF shards from which the plan scores their int8 copies
+#: (ivf_coarse, decision 2507)
+PLAN_INT8_FROM = 2048
 #: docs of the shards NPROBE, PLAN_PER_SHARD, PLAN_MOST and shard_vectors' re-score depth were
 #: measured on: a tier-2 shard of the write path (layout.TAIL_DOCS * FANOUT ** MAX_TIER). A
 #: bigger shard (maintenance merges them: memlake.search.merging) counts as as many of those as
@@ -166,16 +166,14 @@ def plan_probes(
     shard's plan is always its own best lists, so widening it is its own coarse search; an
     empty plan means that no list of the shard is among the globally best, so it holds the
     global top-k only with a small probability (decision 1303). From PLAN_INT8_FROM centroids
-    the scores come from an int8 pass and float32 products near the cut only (ivf_coarse,
-    decision 2507): the same lists."""
+    the scores come from their int8 copies (ivf_coarse, decision 2507)."""
     weights = [index.weight for index in ivfs]
     budget = round(PLAN_PER_SHARD * sum(weights)) if budget is None else budget
     least = PLAN_LEAST if least is None else least
     most = PLAN_MOST if most is None else most
     total = sum(index.nlist for index in ivfs)
-    if total >= PLAN_INT8_FROM and 0 < budget < total and least == 0:  # int8, then near the cut
-        quantised = [index.quantised for index in ivfs]
-        scores = ivf_coarse.scores([i.centroids for i in ivfs], quantised, q[0], budget)
+    if total >= PLAN_INT8_FROM:  # a quarter of the bytes (decision 2507)
+        scores = ivf_coarse.scores([index.quantised for index in ivfs], q[0])
     else:
         scores = [index.centroids @ q[0] for index in ivfs]  # BLAS, without the GIL
     every = np.concatenate(scores) if scores else np.zeros(0, np.float32)

@@ -12,8 +12,7 @@ same order, and the same float32 operations in the same order give the same scor
 - `top_docs`: re-scored candidate rows grouped into their docs (best and second cosine, the
   best row's passage), the k best;
 - `plan_lists`: the IVF probe plan's selection over every shard's centroid scores;
-- `coarse_dots`: int8 centroids times an int8 query, exactly (the probe plan's first pass),
-  and `coarse_bounds`: from those, the lowest and highest each centroid's score can be;
+- `coarse_scores`: the probe plan's centroid scores from int8 centroids and an int16 query;
 - `widen`: float16 rows (a format-5 shard's re-score vectors, as uint16 bits) in float32
   (numpy's own conversion is scalar here: ~1 ms for a search's ~2k rows).
 """
@@ -223,24 +222,14 @@ def widen(halves: Any, floats: F32) -> F32:
     return widened
 
 
-def coarse_dots(codes: Any, q8: Any) -> Any:
-    """Each int8 row of `codes` (rows x dim) times the int8 query `q8`, exactly, as int32:
-    through BLAS a block of rows at a time, in float32 while every partial sum is an integer
-    below 2**24 (dim <= 1040), else float64, so the order of the sums cannot change them."""
-    out = np.empty(len(codes), np.int32)
-    exact = np.float32 if codes.shape[1] * 127 * 127 < 1 << 24 else np.float64
-    q = q8.astype(exact)
+def coarse_scores(codes: Any, q16: Any, scale: Any, q_scale: float) -> F32:
+    """The probe plan's centroid scores from int8 centroids: each int8 row of `codes` times the
+    int16 query `q16`, exactly (float64 BLAS a block of rows at a time: every partial sum is
+    an integer below 2**31, so the order of the sums cannot change it), times the row's
+    `scale` and `q_scale` in float64, as float32."""
+    dots = np.empty(len(codes), np.float64)
+    q = q16.astype(np.float64)
     for lo in range(0, len(codes), 4096):
-        out[lo : lo + 4096] = codes[lo : lo + 4096].astype(exact) @ q
+        dots[lo : lo + 4096] = codes[lo : lo + 4096].astype(np.float64) @ q
+    out: F32 = (dots * scale * q_scale).astype(np.float32)
     return out
-
-
-def coarse_bounds(
-    codes: Any, q8: Any, terms: Any, q_scale: float, q_size: float, q_err: float, rounding: float
-) -> tuple[Any, Any]:
-    """The lowest and highest each centroid's float32 score can be (ivf_coarse.estimate):
-    its int8 product times its scale and the query's, minus and plus the bound of its error;
-    `terms` rows: each centroid's scale, error, int8 norm and norm (float64)."""
-    approx = coarse_dots(codes, q8).astype(np.float64) * terms[0] * q_scale
-    bound = terms[1] * q_size + terms[2] * q_err + terms[3] * rounding + 1e-12
-    return approx - bound, approx + bound
