@@ -304,6 +304,9 @@ def _warm_each_level(args: argparse.Namespace, levels: list[str]) -> int:
         command += ["--cache-dir", args.cache_dir] if args.cache_dir else []
         child = subprocess.run(command, capture_output=True, text=True, check=False)
         sys.stderr.write(child.stderr)
-        reports[level] = json.loads(child.stdout) if child.returncode == 0 else None
+        try:
+            reports[level] = json.loads(child.stdout) if child.returncode == 0 else None
+        except ValueError:  # (something else on its stdout: compiled, but no report)
+            reports[level] = {"reason": "compiled; its report was not JSON"}
     print(json.dumps(reports, indent=2 if args.json else None))
     return 0 if any(reports.values()) else 1

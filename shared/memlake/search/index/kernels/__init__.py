@@ -18,14 +18,14 @@ is one setting, MEMLAKE_KERNELS (memlake.config.kernel_settings):
 
 numba keeps the compiled code in the kernel cache directory (MEMLAKE_KERNEL_CACHE_DIR; /tmp's
 in a Lambda function, whose code directory is read-only), keyed by the CPU it is compiled for.
-`memlake warm-kernels` compiles them for every level of LEVELS this architecture has (`warm` in
-a process of its own for each: numba is set up for one CPU a process), named levels rather than the
-CPU, so a cache built on one machine loads on another (Lambda's hosts differ); a process loads
-the best level its CPU runs (`host_levels`) that the cache holds (decision 2507).
-NUMBA_CPU_NAME names one CPU instead. When that directory has no cache yet and
-MEMLAKE_KERNEL_CACHE_SEED names one built ahead (the image's), it is copied there first. The
-dispatchers then refuse to compile anything more: a call with other argument types is a
-TypeError in tests, never a compile.
+`memlake warm-kernels` compiles them for every level of LEVELS this architecture has (`warm`,
+in a process of its own for each: numba is set up for one CPU a process). Levels are named
+CPUs, not the build machine's own, so a cache built on one machine loads on another (Lambda's
+hosts differ); a process loads the best level its CPU runs (`host_levels`) that the cache
+holds (decision 2507). NUMBA_CPU_NAME names one CPU instead. When that directory has no cache
+yet and MEMLAKE_KERNEL_CACHE_SEED names one built ahead (the image's), it is copied there
+first. The dispatchers then refuse to compile anything more: a call with other argument types
+is a TypeError in tests, never a compile.
 """
 
 from __future__ import annotations
