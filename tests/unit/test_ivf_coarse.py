@@ -21,7 +21,7 @@ from memlake.search.index import ivf, ivf_coarse, kernels
 from memlake.search.index.kernels import numpy_twins
 from memlake.search.index.shard import Shard
 from tests.unit.test_partial_candidates import _vector_side
-from tests.unit.test_probe_plan import _queries, shards  # noqa: F401  (a fixture)
+from tests.unit.test_probe_plan import OTHER, _queries, _shard, shards  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -250,3 +250,41 @@ print(json.dumps({"ok": all(ok), **kernels.report()}))
                          check=True, timeout=300)  # fmt: skip
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["level"] == "generic" and got["ok"], got
+
+
+def test_a_damaged_centroid_scores_nan_and_leaves_the_others_alone(compiled: ModuleType) -> None:
+    """NaN or inf in a stored centroid: codes stay in -127..127 (no undefined cast, no int32
+    overflow), its own score is NaN as float32's would be, the other centroids' are unchanged,
+    in both kernels."""
+    rng = np.random.default_rng(8)
+    clean = _clustered(rng, 40, 384, 0.5)
+    damaged = clean.copy()
+    damaged[3, 7], damaged[9, :] = np.nan, np.inf
+    made = ivf_coarse.quantise(damaged)
+    assert np.abs(made.codes.astype(np.int16)).max() <= 127
+    q16, q_scale = ivf_coarse.query16(_clustered(rng, 1, 384, 0.5)[0])
+    want = numpy_twins.coarse_scores(ivf_coarse.quantise(clean).codes, q16,
+                                     ivf_coarse.quantise(clean).scale, q_scale)  # fmt: skip
+    for module in (numpy_twins, compiled):
+        got = module.coarse_scores(made.codes, q16, made.scale, q_scale)
+        assert np.isnan(got[[3, 9]]).all()
+        others = np.ones(40, bool)
+        others[[3, 9]] = False
+        np.testing.assert_array_equal(got[others], want[others])
+
+
+def test_a_cached_shard_counts_its_int8_centroids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The int8 copy is memory the shard cache bounds: the shard's bytes grow by it, and its
+    listener (the cache) hears of it, once."""
+    monkeypatch.setattr(ivf, "PLAN_INT8_FROM", 0)
+    shard = _shard(OTHER, 5)
+    index = shard.ivf_index()
+    assert index is not None
+    before, heard = shard.nbytes, []
+    shard.on_grow = lambda s: heard.append(s.nbytes)
+    q = _queries([shard], 3)[:1].astype(np.float32)
+    for _ in range(2):
+        ivf.plan_probes([index], q, 3, 0, 10**6)
+    made = index.quantised.get()
+    grown = made.codes.nbytes + made.scale.nbytes
+    assert shard.nbytes == before + grown and heard == [before + grown]

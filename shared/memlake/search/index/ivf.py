@@ -205,7 +205,8 @@ class Ivf:
         self.centroids: F32 = arrays["ivf_centroids"]
         self.offsets: I64 = arrays["ivf_offsets"]
         self.nlist = len(self.centroids)
-        self.quantised = ivf_coarse.Quantised(self.centroids)  # the plan's int8 copy, made later
+        #: the plan's int8 copy of the centroids, made at the first plan that scores them
+        self.quantised = ivf_coarse.Quantised(self.centroids, self._built_later)
         self._arrays = arrays
         self._lists = lists or self._slice
         coarse = faiss.IndexFlatIP(dim)
@@ -227,6 +228,10 @@ class Ivf:
         self._have = np.zeros(self.nlist, bool)
         self._complete = self.nlist == 0  # every list added: `missing` has nothing to look up
         self._lock = threading.Lock()
+
+    def _built_later(self, nbytes: int) -> None:
+        """Bytes built after loading besides FAISS's lists (the int8 centroids): ShardIvf tells
+        its shard, so that the shard cache counts them."""
 
     def own_nprobe(self) -> int:
         """Lists probed without a plan across shards: NPROBE for each shard's worth (`weight`)."""

@@ -19,7 +19,7 @@ are the same.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,17 +48,22 @@ def quantise(centroids: F32) -> Coarse8:
     for lo in range(0, n, BLOCK):  # in float32: ~25 ms for 100k's 15.6k centroids
         c = np.asarray(centroids[lo : lo + BLOCK], np.float32)
         top = np.abs(c).max(axis=1) if dim else np.zeros(len(c), np.float32)
-        s = np.where(top > 0, top / np.float32(127), np.float32(1))
-        codes[lo : lo + BLOCK] = np.clip(np.rint(c / s[:, None]), -127, 127)
+        s = np.where(top == 0, np.float32(1), top / np.float32(127))  # NaN, inf: damaged
+        with np.errstate(invalid="ignore"):
+            q = np.rint(c / s[:, None])
+        q[~np.isfinite(q)] = 0  # a damaged centroid's codes; its scale gives it NaN scores
+        codes[lo : lo + BLOCK] = np.clip(q, -127, 127)
         scale[lo : lo + BLOCK] = s
     return Coarse8(codes, scale)
 
 
 class Quantised:
-    """An Ivf's int8 centroids, made at the first plan that asks (thread-safe, once)."""
+    """An Ivf's int8 centroids, made at the first plan that asks (thread-safe, once); `held`
+    is told their bytes then (a cached shard counts them in the cache's bound)."""
 
-    def __init__(self, centroids: F32) -> None:
+    def __init__(self, centroids: F32, held: Callable[[int], None] | None = None) -> None:
         self._centroids = centroids
+        self._held = held
         self._made: Coarse8 | None = None
         self._lock = threading.Lock()
 
@@ -66,7 +71,10 @@ class Quantised:
         if self._made is None:
             with self._lock:
                 if self._made is None:
-                    self._made = quantise(self._centroids)
+                    made = quantise(self._centroids)
+                    self._made = made
+                    if self._held is not None:
+                        self._held(int(made.codes.nbytes + made.scale.nbytes))
         return self._made
 
 

@@ -179,6 +179,9 @@ class ShardIvf(ivf.Ivf):
     def nbytes(self) -> int:
         return self._held
 
+    def _built_later(self, nbytes: int) -> None:
+        self._grew(nbytes)  # the int8 centroids: counted by the shard, not in the lists' bytes
+
     def ensure(self, list_nos: Any) -> None:
         wanted = self.missing(list_nos)
         if not len(wanted):

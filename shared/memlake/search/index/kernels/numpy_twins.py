@@ -231,5 +231,6 @@ def coarse_scores(codes: Any, q16: Any, scale: Any, q_scale: float) -> F32:
     q = q16.astype(np.float64)
     for lo in range(0, len(codes), 4096):
         dots[lo : lo + 4096] = codes[lo : lo + 4096].astype(np.float64) @ q
-    out: F32 = (dots * scale * q_scale).astype(np.float32)
+    with np.errstate(invalid="ignore"):  # a damaged centroid's scale (NaN, inf): NaN
+        out: F32 = (dots * scale * q_scale).astype(np.float32)
     return out

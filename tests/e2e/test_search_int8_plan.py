@@ -1,0 +1,84 @@
+"""A user's search through /mcp with the probe plan from int8 centroids (decision 2507): on the
+local lake and on S3 over real HTTP (moto's server), a tenant of several sealed IVF shards
+answers every query the same whether the plan ranks the centroids' float32 or int8 copies.
+
+A plan is made across two or more IVF shards (sides.probe_plans), and the int8 copies are used
+from ivf.PLAN_INT8_FROM centroids, which a real tenant reaches at ~13k episodes. Here the sizes
+are shrunk in-process as in test_search_cold_ranged (an IVF from 64 rows, 8 a list), so ~50
+episodes of real MiniLM passages make three sealed IVF shards, and the threshold is lowered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memlake.search.index import ivf, ivf_coarse
+from memlake.search.index.state import SearchState
+
+from .conftest import TOKENS
+from .mcp_helpers import call, connect, run
+from .test_search_cold_ranged import (
+    CONTEXTS,
+    NEEDLE,
+    TAIL,
+    TENANT,
+    World,
+    _content,
+    _queries,
+    _search_all,
+    _shrunk,
+    local_lake,
+    s3_lake,
+    server,
+)
+
+EPISODES = 3 * TAIL + 4  # three sealed shards and a tail
+
+
+def _write(world: World) -> None:
+    with server(world) as (url, services, _):
+
+        async def write() -> None:
+            async with connect(url, TOKENS[TENANT]) as client:
+                for i in range(EPISODES):
+                    args = {"content": _content(i), "context": CONTEXTS[i % 2]}
+                    out = await call(client, "add_episode", args)
+                    assert not out["is_error"], out
+                    world.ids.append(out["id"])
+
+        run(write())
+        state = SearchState.from_extra(services.lake.snapshot(TENANT).extra)
+        assert state is not None
+        sealed = [s for s in state.shards if not s.tail]
+        assert len(sealed) >= 2 and all(s.chunks >= ivf.IVF_MIN_ROWS for s in sealed)
+
+
+@pytest.fixture(scope="module", params=[local_lake, s3_lake], ids=["local", "s3"])
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with pytest.MonkeyPatch.context() as mp:
+        _shrunk(mp)
+        with request.param(tmp_path_factory.mktemp("int8plan")) as w:
+            _write(w)
+            yield w
+
+
+def test_the_int8_plan_answers_through_mcp_as_the_float32_one(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a budget of 2 lists a shard-worth, so that the plan chooses among each shard's
+    ~20, fresh servers answer the same ids, scores, breakdowns and passages either way, and
+    the int8 plan was the one used when asked for."""
+    monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 2)
+    planned: list[int] = []
+    real = ivf_coarse.scores
+    monkeypatch.setattr(ivf_coarse, "scores", lambda *a: planned.append(1) or real(*a))
+    got = {}
+    for name, start in (("float32", 1 << 62), ("int8", 0)):
+        monkeypatch.setattr(ivf, "PLAN_INT8_FROM", start)
+        with server(world) as (url, _, _):
+            got[name] = run(_search_all(url, _queries(world.ids)))
+        assert bool(planned) == (name == "int8")
+    assert got["int8"] == got["float32"]
+    assert got["int8"]["needle"]["episodes"][0]["id"] == world.ids[NEEDLE]
+    assert got["int8"]["meaning"]["episodes"][0]["id"] == world.ids[NEEDLE]
