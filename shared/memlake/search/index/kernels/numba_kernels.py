@@ -130,10 +130,11 @@ def widen(halves, floats):  # type: ignore[no-untyped-def]
 def coarse_scores(codes, q16, scale, q_scale):  # type: ignore[no-untyped-def]
     """The probe plan's centroid scores from int8 centroids (memlake.search.index.ivf_coarse):
     each int8 row of `codes` (rows x dim) times the int16 query `q16`, summed exactly in
-    integers (pairs by AVX2's vpmaddwd on x86-64-v3: 1.0 ms for 47k centroids of 384 against
-    BLAS's 2.6 ms over their float32; the generic build 3.4), then times the row's `scale` and
-    `q_scale` in float64, as float32. The float products in a loop of their own: in the same
-    loop they kept LLVM from vectorising the sums (3.1 ms)."""
+    integers (pairs by AVX2's vpmaddwd on x86-64-v3: ~2.4x faster than BLAS over the float32
+    centroids, the generic build ~1.2x slower; tests/bench/coarse_kernel_bench.py, numbers in
+    decision 2507), then times the row's `scale` and `q_scale` in float64, as float32. The
+    float products in a loop of their own: in the same loop they kept LLVM from vectorising the
+    sums (3.1 against 1.0 ms, measured while writing it)."""
     n, dim = codes.shape
     dots = np.empty(n, np.int32)
     for i in range(n):
