@@ -20,6 +20,9 @@ re-score depth against the defaults, with recall on real and on mixed questions.
   B from their int8 copies where the default PLAN_INT8_FROM says (ivf_coarse); it reports the
   plan's own median time (ivf.plan_probes) for each and the share of searches whose hits and
   scores are the same.
+- run --gains: A ranks code candidates by their code scores alone (as before decision 2508),
+  B times each row's gain (ivf_codes.Gains; a tenant built before gains has none: the same);
+  with --setting, both A and B take that setting.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from memlake.config import Settings  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
-from memlake.search.index import ivf, kernels, shard_vectors  # noqa: E402
+from memlake.search.index import ivf, ivf_codes, kernels, shard_vectors  # noqa: E402
 from memlake.search.query import sides  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.search.searcher import Searcher  # noqa: E402
@@ -71,21 +74,39 @@ def build(root: Path, size: int) -> None:
 
 
 INT8_FROM = ivf.PLAN_INT8_FROM
+GAINED = (ivf_codes.Gains.times, ivf_codes.Gains.most)
 
 
-def _setting(per: int, across: int, rescore: int, margin: float, int8: bool = True) -> None:
+def _plain_times(self: ivf_codes.Gains, rows: Any, scores: Any) -> Any:
+    return scores
+
+
+def _plain_most(self: ivf_codes.Gains, last: float) -> float:
+    return last
+
+
+def _setting(
+    per: int, across: int, rescore: int, margin: float, int8: bool = True, gains: bool = True
+) -> None:
     ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS = per, across
     shard_vectors.RESCORE, sides.FIRST_MARGIN = rescore, margin
     ivf.PLAN_INT8_FROM = INT8_FROM if int8 else 1 << 62
+    times, most = GAINED if gains else (_plain_times, _plain_most)
+    ivf_codes.Gains.times, ivf_codes.Gains.most = times, most  # type: ignore[method-assign]
 
 
-def run(root: Path, rounds: int, setting: str | None, plan: bool = False) -> None:
+def run(
+    root: Path, rounds: int, setting: str | None, plan: bool = False, gains: bool = False
+) -> None:
     texts = json.loads((root / "texts.json").read_text())
     queries = {k: np.load(root / f"queries-{k}.npy") for k in KINDS}
     truth = json.loads((root / "truth.json").read_text())
     default = (ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS, shard_vectors.RESCORE)
     margin = sides.FIRST_MARGIN
-    if plan:
+    if gains:
+        chosen = default if setting is None else tuple(int(x) for x in setting.split(":"))
+        a, b = (*chosen, margin, True, False), (*chosen, margin, True, True)
+    elif plan:
         a, b = (*default, margin, False), (*default, margin, True)
     elif setting is None:
         a, b = (*default, 1e9), (*default, margin)
@@ -149,7 +170,7 @@ def run(root: Path, rounds: int, setting: str | None, plan: bool = False) -> Non
             ]
             out[f"recall_{kind}_{name}"] = round(statistics.mean(rec), 4)
     same = [hits[("a", p, k, i)] == hits[("b", p, k, i)] for p in "hv" for k, i in cases]
-    if plan:
+    if plan or gains:
         out["same_hits_share"] = round(sum(same) / len(same), 4)
     elif setting is None:
         out["same_hits"] = all(same)
@@ -167,11 +188,12 @@ def main() -> None:
     r.add_argument("--rounds", type=int, default=2)
     r.add_argument("--setting", default=None, help="PER:ACROSS:RESCORE against the defaults")
     r.add_argument("--plan", action="store_true", help="the float32 plan against the int8 one")
+    r.add_argument("--gains", action="store_true", help="code scores alone against gained")
     args = parser.parse_args()
     if args.cmd == "build":
         build(args.dir, args.size)
     else:
-        run(args.dir, args.rounds, args.setting, args.plan)
+        run(args.dir, args.rounds, args.setting, args.plan, args.gains)
 
 
 if __name__ == "__main__":

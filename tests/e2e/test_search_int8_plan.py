@@ -5,7 +5,9 @@ answers every query the same whether the plan ranks the centroids' float32 or in
 A plan is made across two or more IVF shards (sides.probe_plans), and the int8 copies are used
 from ivf.PLAN_INT8_FROM centroids, which a real tenant reaches at ~13k episodes. Here the sizes
 are shrunk in-process as in test_search_cold_ranged (an IVF from 64 rows, 8 a list), so ~50
-episodes of real MiniLM passages make three sealed IVF shards, and the threshold is lowered."""
+episodes of real MiniLM passages make three sealed IVF shards (PQ-coded, as real ones are), and
+the threshold is lowered. The same world shows each row's gain (decision 2508) written through
+/mcp and applied by a fresh server's searches."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memlake.search.index import ivf, ivf_coarse
+from memlake.search.index import ivf, ivf_coarse, ivf_codes
 from memlake.search.index.state import SearchState
 
 from .conftest import TOKENS
@@ -58,6 +60,7 @@ def _write(world: World) -> None:
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     with pytest.MonkeyPatch.context() as mp:
         _shrunk(mp)
+        mp.setattr(ivf_codes, "PQ_MIN_ROWS", 32)  # PQ codes, as real tenants have, not SQ8
         with request.param(tmp_path_factory.mktemp("int8plan")) as w:
             _write(w)
             yield w
@@ -82,3 +85,31 @@ def test_the_int8_plan_answers_through_mcp_as_the_float32_one(
     assert got["int8"] == got["float32"]
     assert got["int8"]["needle"]["episodes"][0]["id"] == world.ids[NEEDLE]
     assert got["int8"]["meaning"]["episodes"][0]["id"] == world.ids[NEEDLE]
+
+
+def test_row_gains_reach_the_search_through_mcp(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shards written through /mcp carry each row's gain (decision 2508), a fresh server's
+    searches (ranged shards first) apply them to the code candidates, and find what they found
+    by code scores alone."""
+    used: list[int] = []
+    real_times = ivf_codes.Gains.times
+
+    def spied(self: ivf_codes.Gains, rows: Any, scores: Any) -> Any:
+        if self.gain is not None:
+            used.append(len(rows))
+        return real_times(self, rows, scores)
+
+    monkeypatch.setattr(ivf_codes.Gains, "times", spied)
+    with server(world) as (url, _, _):
+        gained = run(_search_all(url, _queries(world.ids)))
+    assert used and sum(used) > 0
+    monkeypatch.setattr(ivf_codes.Gains, "times", lambda self, rows, scores: scores)
+    monkeypatch.setattr(ivf_codes.Gains, "most", lambda self, last: last)
+    with server(world) as (url, _, _):
+        plain = run(_search_all(url, _queries(world.ids)))
+    for name in ("needle", "meaning"):
+        assert gained[name]["episodes"][0]["id"] == world.ids[NEEDLE]
+        assert plain[name]["episodes"][0]["id"] == world.ids[NEEDLE]
+    assert gained.keys() == plain.keys()

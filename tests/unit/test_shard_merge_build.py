@@ -54,6 +54,9 @@ def test_the_merged_ivf_is_the_union_of_the_inputs_lists(inputs: list[Shard]) ->
             if key[0] in kept:
                 assert after[key] == no + offset
     assert merged.ivf_index() is not None and merged.format == inputs[0].format
+    # AND the merged codes (one quantiser, trained anew) come with a gain for every row
+    gains = merged.ivf_index().gains.gain  # type: ignore[union-attr]
+    assert gains is not None and len(gains) == len(merged.chunk_doc)
 
 
 def test_a_search_plans_the_same_lists_over_the_merged_shard(

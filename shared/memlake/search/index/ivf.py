@@ -62,7 +62,7 @@ PLAN_INT8_FROM = 2048
 #: re-scored what they were (docs/decisions/2501)
 WEIGHT_DOCS = 4096
 ARRAYS = (
-    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets", "ivf_rows", "ivf_codes",
+    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets", "ivf_rows", "ivf_codes", "ivf_gain",
 )  # fmt: skip
 #: what every IVF shard has, whatever its codes
 REQUIRED = ("ivf_centroids", "ivf_offsets", "ivf_rows", "ivf_codes")
@@ -208,6 +208,8 @@ class Ivf:
         #: the plan's int8 copy of the centroids, made at the first plan that scores them
         self.quantised = ivf_coarse.Quantised(self.centroids, self._built_later)
         self._arrays = arrays
+        #: each row's gain for its code scores (None: a shard written before them, 2508)
+        self.gains = ivf_codes.Gains.of(arrays, int(self.offsets[-1]), name)
         self._lists = lists or self._slice
         coarse = faiss.IndexFlatIP(dim)
         coarse.add(self.centroids)
@@ -337,7 +339,7 @@ class Ivf:
     ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` among the `allowed` rows (`mask` / `sel`; None: all),
         best first, with exact cosines from `vectors`: the candidates re-scored."""
-        rows, _, _ = self.candidates(q, depth, allowed, mask, sel, probes)
+        rows, _, _, _ = self.candidates(q, depth, allowed, mask, sel, probes)
         return vector_scan.rescored(rows, vectors, q, want)
 
     def candidates(
@@ -349,22 +351,25 @@ class Ivf:
         sel: Any,
         probes: Probes | None = None,
         first: int | None = None,
-    ) -> tuple[I64, F32, Literal["scan", "codes", "first"]]:
-        """(rows, their scores from the codes, how they were found) among the `allowed` rows
-        (`mask` / `sel`; None: all): `depth` candidates from the codes of the probed lists
-        (`own_nprobe` nearest, or the planned `probes`): "codes". When the probed lists hold
-        fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
-        leaving at most EXACT_BELOW rows is every allowed row instead, without scores: "scan".
-        `first`: only the `first` best of those `depth` where that asks the same lists
-        (`shallow`): "first"."""
+    ) -> tuple[I64, F32, Literal["scan", "codes", "first"], float]:
+        """(rows, their scores from the codes, how they were found, the best score a row not
+        given could have) among the `allowed` rows (`mask` / `sel`; None: all): `depth`
+        candidates from the codes of the probed lists (`own_nprobe` nearest, or the planned
+        `probes`): "codes". When the probed lists hold fewer than `depth` allowed rows, 4x
+        more lists are probed (up to all); a filter leaving at most EXACT_BELOW rows is every
+        allowed row instead, without scores: "scan". `first`: only the `first` best of those
+        `depth` where that asks the same lists (`shallow`): "first". Code scores are times
+        each row's gain where the shard has them (ivf_codes.Gains, decision 2508)."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
-            return rows, np.zeros(len(rows), np.float32), "scan"
+            return rows, np.zeros(len(rows), np.float32), "scan", -np.inf
         if first is not None and self.shallow(depth, first, sel, probes):
             assert probes is not None
             dist, idx = self.search(q, first, len(probes), None, probes)
             found = idx[0] >= 0
-            return idx[0][found], dist[0][found], "first"
+            rows, scores = idx[0][found], dist[0][found]
+            rest = self.gains.most(float(scores[-1])) if len(scores) else -np.inf
+            return rows, self.gains.times(rows, scores), "first", rest
         nprobe = self.own_nprobe() if probes is None else len(probes)
         if probes is not None and self._planned_entries(probes) < depth:
             probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
@@ -372,5 +377,6 @@ class Ivf:
             dist, idx = self.search(q, depth, nprobe, sel, probes)
             found = idx[0] >= 0
             if found.sum() >= depth or nprobe >= self.nlist:
-                return idx[0][found], dist[0][found], "codes"
+                rows = idx[0][found]
+                return rows, self.gains.times(rows, dist[0][found]), "codes", -np.inf
             probes, nprobe = None, max(1, 4 * nprobe)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memlake.errors import CorruptObject
 from memlake.search.index.arrays import F32, I64, U8
 
 if TYPE_CHECKING:
@@ -117,7 +118,36 @@ def encode_pq(vectors: F32, offsets: I64, seed: int, order: I64 | None = None) -
     return {
         "ivf_pq": faiss.vector_to_array(pq.centroids).astype(np.float32).reshape(-1, pq.dsub),
         "ivf_codes": packed,
+        "ivf_gain": gains(pq, vectors, codes, at),
     }
+
+
+#: a row's gain is kept in these bounds (a degenerate code, 0 or negative overlap: 1)
+GAIN_RANGE = (0.25, 4.0)
+#: rows decoded at a time by `gains` (a merge's ~650k rows at once would be 1 GB of float32)
+GAIN_CHUNK = 1 << 16
+
+
+def gains(pq: faiss.ProductQuantizer, vectors: F32, codes: U8, at: I64) -> Any:
+    """Each vector row's gain (float16, in row order): |x|^2 / <x, decoded x>. PQ shrinks a
+    vector (decoded rows keep ~0.79 of it here), by a share that varies from row to row; the
+    code score times the gain ranks the candidates nearer to their exact order (decision
+    2508: the true top rows' rank among a 32k-doc shard's codes, 98th percentile 636 -> 309
+    for mixed questions). `codes` are in list order: row at[i]'s code is codes[i]."""
+    rows = len(at)
+    out = np.ones(rows, np.float32)
+    for lo in range(0, rows, GAIN_CHUNK):
+        part = at[lo : lo + GAIN_CHUNK]
+        x = np.asarray(vectors[part], np.float32)
+        chunk = np.ascontiguousarray(codes[lo : lo + GAIN_CHUNK])
+        decoded = np.asarray(getattr(pq, "decode")(chunk), np.float32)  # faiss's numpy wrapper
+        overlap = np.einsum("ij,ij->i", x, decoded)  # 20x faster than (x * decoded).sum(1)
+        norm = np.einsum("ij,ij->i", x, x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(overlap > 0, norm / overlap, 1.0)
+        ratio = np.where(np.isfinite(ratio), ratio, 1.0)
+        out[part] = np.clip(ratio, *GAIN_RANGE)
+    return out.astype(np.float16)
 
 
 def encode_sq8(vectors: F32, order: I64 | None = None) -> dict[str, Any]:
@@ -134,6 +164,40 @@ def encode_sq8(vectors: F32, order: I64 | None = None) -> dict[str, Any]:
         "ivf_sq": faiss.vector_to_array(sq.trained).astype(np.float32).reshape(2, dim),
         "ivf_codes": codes.reshape(len(vectors), sq.code_size),
     }
+
+
+class Gains:
+    """A shard's row gains (`gains`, stored as ivf_gain) applied to code scores, and what they
+    bound: a row not given among a shard's best `first` candidates scored at most the last
+    one given before its gain."""
+
+    def __init__(self, gain: Any) -> None:
+        self.gain = gain  # None: every gain is 1
+        self.high = float(np.max(gain)) if gain is not None and len(gain) else 1.0
+        self.low = float(np.min(gain)) if gain is not None and len(gain) else 1.0
+
+    @classmethod
+    def of(cls, arrays: Mapping[str, Any], rows: int, name: str) -> Gains:
+        gain = arrays.get("ivf_gain")
+        if gain is None:
+            return cls(None)
+        gain = np.asarray(gain)
+        if gain.shape != (rows,) or gain.dtype != np.float16:
+            raise CorruptObject(
+                f"{name}: ivf_gain is not one float16 a row", hint="rebuild the object"
+            )
+        bad = ~np.isfinite(gain) | (gain < GAIN_RANGE[0]) | (gain > GAIN_RANGE[1])
+        return cls(np.where(bad, np.float16(1), gain) if bad.any() else gain)
+
+    def times(self, rows: I64, scores: F32) -> F32:
+        if self.gain is None:
+            return scores
+        out: F32 = (scores * self.gain[rows]).astype(np.float32)
+        return out
+
+    def most(self, last: float) -> float:
+        """The highest gained score of a row whose code scored at most `last`."""
+        return last * (self.high if last >= 0 else self.low)
 
 
 def code_starts(offsets: I64, per: int) -> I64:

@@ -37,7 +37,7 @@ B = 0.75
 EAGER = (
     "header", "ids", "seq", "t_start", "t_end", "ctx", "doc_len", "vocab", "indptr",
     "p_doc", "p_start", "p_end", "p_len", "p_indptr", "chunk_doc", "chunk_passage",
-    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets",
+    "ivf_centroids", "ivf_sq", "ivf_pq", "ivf_offsets", "ivf_gain",
 )  # fmt: skip
 #: read by ranges when a search needs them (their headers come with the eager round)
 ON_DEMAND = ("indices", "tf", "p_indices", "p_tf", "vectors", "ivf_rows", "ivf_codes")

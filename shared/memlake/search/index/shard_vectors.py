@@ -52,6 +52,8 @@ class Candidates:
     #: the first of two rounds (`vector_candidates` with a share): these are the best of the
     #: code candidates only, and asking again with none gives them and the rest
     partial: bool = False
+    #: when partial: the highest score a candidate not given could have (ivf_codes.Gains)
+    rest: float = -math.inf
 
 
 class ShardVectors:
@@ -113,12 +115,12 @@ class ShardVectors:
             sel = None if params is None else params.sel
             asked = self._weighted(depth, allowed)
             first = max(1, math.ceil(asked * share)) if share < 1 else None
-            rows, scores, how = ivf_index.candidates(
+            rows, scores, how, rest = ivf_index.candidates(
                 q, asked, allowed, rows_mask, sel, probes, first
             )
             del keep
             kind: Literal["all", "codes"] = "all" if how == "scan" else "codes"
-            return Candidates(q, rows, scores, kind, want, depth, allowed, how == "first")
+            return Candidates(q, rows, scores, kind, want, depth, allowed, how == "first", rest)
         exact = len(self.vectors) < SQ8_MIN_ROWS
         # a small flat shard's every allowed row, best first: vector_finish deepens over them
         # without searching again (it took a second search for 1 in ~1 searches at 20k)

@@ -210,12 +210,11 @@ class Sides:
         got = {no: c for no in nos if (c := done[("vector", no)]) is not None}
         cutoff = _cutoff(got)
         # a shard that gave only its best candidates (partial) may hold more rows above the
-        # cutoff when all of them are at or above it: asked again whole. The others' rows not
-        # given score at most their last, below the cutoff, which is at most the one over
-        # every shard asked whole: so the cutoff is then that one, and so are the rows above
-        again = [
-            n for n, c in got.items() if c.partial and len(c.scores) and c.scores.min() >= cutoff
-        ]
+        # cutoff when the best a row not given could score (its `rest`: the last one given,
+        # times the shard's highest gain) reaches it: asked again whole. The others' rows not
+        # given score below the cutoff, which is at most the one over every shard asked
+        # whole: so the cutoff is then that one, and so are the rows above
+        again = [n for n, c in got.items() if c.partial and c.rest >= cutoff]
         for no in again:
             deeper = self.shards[no].vector_candidates(
                 got[no].q[0], self.masks[no], self.cand, self.plans.get(no)
