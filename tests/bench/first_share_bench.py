@@ -13,8 +13,9 @@ re-score depth against the defaults, with recall on real and on mixed questions.
   warm searches), each query runs hybrid (query vector given) and vector-only under both
   settings back to back, in alternating order, `--rounds` times. Without --setting, A is
   whole asks (FIRST_MARGIN huge) and B the default first share, and every hit and score of
-  the two must be equal. With --setting, A is the defaults and B ivf.PLAN_PER_SHARD,
-  sides.RESCORE_ACROSS and shard_vectors.RESCORE as given. It prints both p50s, the paired
+  the two must be equal. With --setting, A is the defaults and B ivf.PLAN_PER_SHARD (at any
+  number of shards: ivf.PLAN_PER_SHARD_WIDE too), sides.RESCORE_ACROSS and
+  shard_vectors.RESCORE as given. It prints both p50s, the paired
   median difference and vector-only recall@10 of each kind under each setting.
 - run --plan: A scores every centroid in float32 for the probe plan (as before decision 2507),
   B from their int8 copies where the default PLAN_INT8_FROM says (ivf_coarse); it reports the
@@ -73,26 +74,30 @@ def build(root: Path, size: int) -> None:
     (root / "truth.json").write_text(json.dumps(truth))
 
 
-INT8_FROM = ivf.PLAN_INT8_FROM
-GAINED = (ivf_codes.Gains.times, ivf_codes.Gains.most)
+INT8_FROM, WIDE = ivf.PLAN_INT8_FROM, ivf.PLAN_PER_SHARD_WIDE
+GAINED = ivf_codes.Gains.times
 
 
 def _plain_times(self: ivf_codes.Gains, rows: Any, scores: Any) -> Any:
     return scores
 
 
-def _plain_most(self: ivf_codes.Gains, last: float) -> float:
-    return last
-
-
 def _setting(
-    per: int, across: int, rescore: int, margin: float, int8: bool = True, gains: bool = True
+    per: int,
+    across: int,
+    rescore: int,
+    margin: float,
+    int8: bool = True,
+    gains: bool = True,
+    exact: bool = False,
 ) -> None:
+    """The settings of a run; `exact`: `per` lists a shard-worth at any number of shards (a
+    --setting), else the defaults' wider budget from ivf.PLAN_WIDE_FROM shard-worths."""
     ivf.PLAN_PER_SHARD, sides.RESCORE_ACROSS = per, across
+    ivf.PLAN_PER_SHARD_WIDE = per if exact else WIDE
     shard_vectors.RESCORE, sides.FIRST_MARGIN = rescore, margin
     ivf.PLAN_INT8_FROM = INT8_FROM if int8 else 1 << 62
-    times, most = GAINED if gains else (_plain_times, _plain_most)
-    ivf_codes.Gains.times, ivf_codes.Gains.most = times, most  # type: ignore[method-assign]
+    ivf_codes.Gains.times = GAINED if gains else _plain_times  # type: ignore[method-assign]
 
 
 def run(
@@ -105,14 +110,15 @@ def run(
     margin = sides.FIRST_MARGIN
     if gains:
         chosen = default if setting is None else tuple(int(x) for x in setting.split(":"))
-        a, b = (*chosen, margin, True, False), (*chosen, margin, True, True)
+        exact = setting is not None
+        a, b = (*chosen, margin, True, False, exact), (*chosen, margin, True, True, exact)
     elif plan:
         a, b = (*default, margin, False), (*default, margin, True)
     elif setting is None:
         a, b = (*default, 1e9), (*default, margin)
     else:
         per, across, rescore = (int(x) for x in setting.split(":"))
-        a, b = (*default, margin), (per, across, rescore, margin)
+        a, b = (*default, margin), (per, across, rescore, margin, True, True, True)
     lake = bare_lake(LocalStore(root))
     svc = Searcher(Settings(), embedder=MiniLMEmbedder.shared(), cache_bytes=16 << 30)
     for i in range(20):

@@ -106,7 +106,6 @@ def test_row_gains_reach_the_search_through_mcp(
         gained = run(_search_all(url, _queries(world.ids)))
     assert used and sum(used) > 0
     monkeypatch.setattr(ivf_codes.Gains, "times", lambda self, rows, scores: scores)
-    monkeypatch.setattr(ivf_codes.Gains, "most", lambda self, last: last)
     with server(world) as (url, _, _):
         plain = run(_search_all(url, _queries(world.ids)))
     for name in ("needle", "meaning"):

@@ -39,8 +39,9 @@ def _ranks(index: ivf.Ivf, x: np.ndarray, queries: np.ndarray, gained: bool) -> 
     out = []
     for q in queries:
         q1 = q.reshape(1, -1)
-        rows, scores, how, _ = index.candidates(q1, len(x), len(x), None, None, None)
+        rows, codes, how = index.candidates(q1, len(x), len(x), None, None, None)
         assert how == "codes" and len(rows) == len(x)
+        scores = index.gains.times(rows, codes)
         order = rows[np.argsort(-scores, kind="stable")]
         rank = np.empty(len(x), np.int64)
         rank[order] = np.arange(len(x))
@@ -65,27 +66,14 @@ def test_gains_rank_the_nearest_rows_higher(built: tuple[np.ndarray, dict, np.nd
 def test_a_shard_without_gains_scores_by_its_codes(
     built: tuple[np.ndarray, dict, np.ndarray],
 ) -> None:
-    """A shard written before gains (no ivf_gain): code scores as FAISS gives them, in order,
-    and a first ask's bound is its last score."""
+    """A shard written before gains (no ivf_gain): code scores as FAISS gives them."""
     x, arrays, queries = built
     old = {k: v for k, v in arrays.items() if k != "ivf_gain"}
     index = ivf.Ivf(old, x.shape[1])
     assert index.gains.gain is None
-    q1 = queries[:1]
-    rows, scores, _, _ = index.candidates(q1, 200, len(x), None, None, None)
-    assert np.all(np.diff(scores) <= 0)
-    assert index.gains.most(float(scores[-1])) == float(scores[-1])
-
-
-def test_the_bound_of_a_row_not_given(built: tuple[np.ndarray, dict, np.ndarray]) -> None:
-    """`most`: a code score at most `last` times any of the shard's gains stays at most the
-    bound, for a positive and a negative `last`."""
-    x, arrays, _ = built
-    gains = ivf.Ivf(arrays, x.shape[1]).gains
-    every = arrays["ivf_gain"].astype(np.float32)
-    for last in (0.4, -0.2, 0.0):
-        for code in (last, last - 0.05):
-            assert np.all(code * every <= gains.most(last) + 1e-7)
+    rows, codes, _ = index.candidates(queries[:1], 200, len(x), None, None, None)
+    assert np.all(np.diff(codes) <= 0)
+    assert index.gains.times(rows, codes) is codes
 
 
 def test_damaged_gains(built: tuple[np.ndarray, dict, np.ndarray]) -> None:
@@ -98,7 +86,8 @@ def test_damaged_gains(built: tuple[np.ndarray, dict, np.ndarray]) -> None:
     damaged = arrays["ivf_gain"].copy()
     damaged[:3] = [np.nan, np.inf, 100.0]
     index = ivf.Ivf({**arrays, "ivf_gain": damaged}, x.shape[1])
-    assert index.gains.gain is not None and index.gains.high <= ivf_codes.GAIN_RANGE[1]
+    assert index.gains.gain is not None
     assert index.gains.gain[:3].tolist() == [1.0, 1.0, 1.0]
-    rows, scores, _, _ = index.candidates(queries[:1], 500, len(x), None, None, None)
-    assert np.all(np.isfinite(scores))
+    assert float(np.max(index.gains.gain)) <= ivf_codes.GAIN_RANGE[1]
+    rows, codes, _ = index.candidates(queries[:1], 500, len(x), None, None, None)
+    assert np.all(np.isfinite(index.gains.times(rows, codes)))

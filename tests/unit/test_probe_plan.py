@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memlake.search.index import ivf
+from memlake.search.index import ivf, ivf_coarse
 from memlake.search.index.shard import Doc, Shard
 from memlake.search.index.shard_build import build
 from memlake.search.query import sides
@@ -233,3 +233,27 @@ def test_a_lake_search_plans_across_its_ivf_shards(
         assert eid in found(ctx, f"number{i}")  # BM25 still finds it
         skipped += 3 - len(calls)
     assert skipped > 0
+
+
+class _Wide:
+    """What plan_probes reads of an Ivf, for a shard of `weight` shard-worths."""
+
+    def __init__(self, rng: np.random.Generator, weight: float) -> None:
+        c = rng.standard_normal((int(640 * weight), 16)).astype(np.float32)
+        self.centroids = c / np.linalg.norm(c, axis=1, keepdims=True)
+        self.nlist, self.weight = len(c), weight
+        self.quantised = ivf_coarse.Quantised(self.centroids)
+
+
+@pytest.mark.parametrize("worths", [8, 47, 48, 73])
+def test_the_budget_widens_from_plan_wide_from_shard_worths(worths: int) -> None:
+    """Below ivf.PLAN_WIDE_FROM shard-worths the plan probes PLAN_PER_SHARD lists a
+    shard-worth; from there PLAN_PER_SHARD_WIDE (decision 2508: one cutoff across more shards
+    keeps less of each)."""
+    rng = np.random.default_rng(worths)
+    shards = [_Wide(rng, 8.0) for _ in range(worths // 8)] + [_Wide(rng, 1.0)] * (worths % 8)
+    q = rng.standard_normal((1, 16)).astype(np.float32)
+    planned = sum(len(p) for p in ivf.plan_probes(shards, q))  # type: ignore[arg-type]
+    per = ivf.PLAN_PER_SHARD if worths < ivf.PLAN_WIDE_FROM else ivf.PLAN_PER_SHARD_WIDE
+    assert planned == per * worths
+    assert ivf.PLAN_PER_SHARD_WIDE > ivf.PLAN_PER_SHARD

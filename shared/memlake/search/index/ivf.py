@@ -50,6 +50,12 @@ CODES = "pq4"
 #: to the query over all of them, each shard at least PLAN_LEAST and at most PLAN_MOST of its
 #: own (decision 1303); a shard with none of them is not searched
 PLAN_PER_SHARD = 56
+#: from PLAN_WIDE_FROM shard-worths (`weight_of`: ~200k episodes) the plan probes at least
+#: PLAN_PER_SHARD_WIDE lists a shard-worth: one cutoff across more shards keeps a smaller share
+#: of each, and at 300k episodes 56 held 0.941 of the mixed questions' top 10, 72 held 0.9505,
+#: for +0.9 ms of a ~20 ms hybrid search (decision 2508)
+PLAN_WIDE_FROM = 48.0
+PLAN_PER_SHARD_WIDE = 72
 PLAN_LEAST = 0
 PLAN_MOST = 2 * NPROBE
 #: centroids over a search's IVF shards from which the plan scores their int8 copies
@@ -160,15 +166,18 @@ def plan_probes(
     """Which lists each of `ivfs` probes for `q` (1 x dim): one coarse step over every shard's
     centroids, then the `budget` lists with the highest centroid scores over all shards, each
     shard at least `least` and at most `most` of its best (defaults: PLAN_PER_SHARD per shard,
-    PLAN_LEAST, PLAN_MOST). A shard of weight w (`weight_of`) counts as w shards in the budget
-    and may take w x `most` lists: the plan over a merged shard picks the lists the plan over
-    its inputs did (their centroids are its centroids, memlake.search.index.shard_build). A
-    shard's plan is always its own best lists, so widening it is its own coarse search; an
-    empty plan means that no list of the shard is among the globally best, so it holds the
-    global top-k only with a small probability (decision 1303). From PLAN_INT8_FROM centroids
-    the scores come from their int8 copies (ivf_coarse, decision 2507)."""
+    PLAN_PER_SHARD_WIDE from PLAN_WIDE_FROM shard-worths, PLAN_LEAST, PLAN_MOST). A shard of
+    weight w (`weight_of`) counts as w shards in the budget and may take w x `most` lists: the
+    plan over a merged shard picks the lists the plan over its inputs did (their centroids are
+    its centroids, memlake.search.index.shard_build). A shard's plan is always its own best
+    lists, so widening it is its own coarse search; an empty plan means that no list of the
+    shard is among the globally best, so it holds the global top-k only with a small
+    probability (decision 1303). From PLAN_INT8_FROM centroids the scores come from their int8
+    copies (ivf_coarse, decision 2507)."""
     weights = [index.weight for index in ivfs]
-    budget = round(PLAN_PER_SHARD * sum(weights)) if budget is None else budget
+    worths = sum(weights)
+    per = PLAN_PER_SHARD if worths < PLAN_WIDE_FROM else max(PLAN_PER_SHARD, PLAN_PER_SHARD_WIDE)
+    budget = round(per * worths) if budget is None else budget
     least = PLAN_LEAST if least is None else least
     most = PLAN_MOST if most is None else most
     total = sum(index.nlist for index in ivfs)
@@ -339,7 +348,7 @@ class Ivf:
     ) -> tuple[I64, F32]:
         """The `want` rows closest to `q` among the `allowed` rows (`mask` / `sel`; None: all),
         best first, with exact cosines from `vectors`: the candidates re-scored."""
-        rows, _, _, _ = self.candidates(q, depth, allowed, mask, sel, probes)
+        rows, _, _ = self.candidates(q, depth, allowed, mask, sel, probes)
         return vector_scan.rescored(rows, vectors, q, want)
 
     def candidates(
@@ -351,25 +360,23 @@ class Ivf:
         sel: Any,
         probes: Probes | None = None,
         first: int | None = None,
-    ) -> tuple[I64, F32, Literal["scan", "codes", "first"], float]:
-        """(rows, their scores from the codes, how they were found, the best score a row not
-        given could have) among the `allowed` rows (`mask` / `sel`; None: all): `depth`
-        candidates from the codes of the probed lists (`own_nprobe` nearest, or the planned
-        `probes`): "codes". When the probed lists hold fewer than `depth` allowed rows, 4x
-        more lists are probed (up to all); a filter leaving at most EXACT_BELOW rows is every
-        allowed row instead, without scores: "scan". `first`: only the `first` best of those
-        `depth` where that asks the same lists (`shallow`): "first". Code scores are times
-        each row's gain where the shard has them (ivf_codes.Gains, decision 2508)."""
+    ) -> tuple[I64, F32, Literal["scan", "codes", "first"]]:
+        """(rows, their scores from the codes, how they were found) among the `allowed` rows
+        (`mask` / `sel`; None: all): `depth` candidates from the codes of the probed lists
+        (`own_nprobe` nearest, or the planned `probes`): "codes". When the probed lists hold
+        fewer than `depth` allowed rows, 4x more lists are probed (up to all); a filter
+        leaving at most EXACT_BELOW rows is every allowed row instead, without scores: "scan".
+        `first`: only the `first` best of those `depth` where that asks the same lists
+        (`shallow`): "first". The scores are the codes' own, best first (`gains` ranks them
+        nearer the exact order, decision 2508)."""
         if mask is not None and allowed <= EXACT_BELOW:
             rows = np.flatnonzero(mask)
-            return rows, np.zeros(len(rows), np.float32), "scan", -np.inf
+            return rows, np.zeros(len(rows), np.float32), "scan"
         if first is not None and self.shallow(depth, first, sel, probes):
             assert probes is not None
             dist, idx = self.search(q, first, len(probes), None, probes)
             found = idx[0] >= 0
-            rows, scores = idx[0][found], dist[0][found]
-            rest = self.gains.most(float(scores[-1])) if len(scores) else -np.inf
-            return rows, self.gains.times(rows, scores), "first", rest
+            return idx[0][found], dist[0][found], "first"
         nprobe = self.own_nprobe() if probes is None else len(probes)
         if probes is not None and self._planned_entries(probes) < depth:
             probes, nprobe = None, max(1, 4 * nprobe)  # too few rows even unfiltered
@@ -377,6 +384,5 @@ class Ivf:
             dist, idx = self.search(q, depth, nprobe, sel, probes)
             found = idx[0] >= 0
             if found.sum() >= depth or nprobe >= self.nlist:
-                rows = idx[0][found]
-                return rows, self.gains.times(rows, dist[0][found]), "codes", -np.inf
+                return idx[0][found], dist[0][found], "codes"
             probes, nprobe = None, max(1, 4 * nprobe)

@@ -140,7 +140,8 @@ def gains(pq: faiss.ProductQuantizer, vectors: F32, codes: U8, at: I64) -> Any:
         part = at[lo : lo + GAIN_CHUNK]
         x = np.asarray(vectors[part], np.float32)
         chunk = np.ascontiguousarray(codes[lo : lo + GAIN_CHUNK])
-        decoded = np.asarray(getattr(pq, "decode")(chunk), np.float32)  # faiss's numpy wrapper
+        decode: Any = pq.decode  # faiss's numpy wrapper (its stub has the C signature)
+        decoded = np.asarray(decode(chunk), np.float32)
         overlap = np.einsum("ij,ij->i", x, decoded)  # 20x faster than (x * decoded).sum(1)
         norm = np.einsum("ij,ij->i", x, x)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -167,14 +168,10 @@ def encode_sq8(vectors: F32, order: I64 | None = None) -> dict[str, Any]:
 
 
 class Gains:
-    """A shard's row gains (`gains`, stored as ivf_gain) applied to code scores, and what they
-    bound: a row not given among a shard's best `first` candidates scored at most the last
-    one given before its gain."""
+    """A shard's row gains (`gains`, stored as ivf_gain) applied to code scores."""
 
     def __init__(self, gain: Any) -> None:
         self.gain = gain  # None: every gain is 1
-        self.high = float(np.max(gain)) if gain is not None and len(gain) else 1.0
-        self.low = float(np.min(gain)) if gain is not None and len(gain) else 1.0
 
     @classmethod
     def of(cls, arrays: Mapping[str, Any], rows: int, name: str) -> Gains:
@@ -190,14 +187,11 @@ class Gains:
         return cls(np.where(bad, np.float16(1), gain) if bad.any() else gain)
 
     def times(self, rows: I64, scores: F32) -> F32:
+        """The code `scores` of `rows`, each times its row's gain (as they are without)."""
         if self.gain is None:
             return scores
         out: F32 = (scores * self.gain[rows]).astype(np.float32)
         return out
-
-    def most(self, last: float) -> float:
-        """The highest gained score of a row whose code scored at most `last`."""
-        return last * (self.high if last >= 0 else self.low)
 
 
 def code_starts(offsets: I64, per: int) -> I64:

@@ -42,7 +42,7 @@ class Candidates:
 
     q: F32
     rows: I64
-    scores: F32
+    scores: F32  # what ranks them for the re-score
     kind: Literal["exact", "all", "codes"]
     want: int  # rows kept after the re-score
     #: candidates asked of a shard's worth of rows (an IVF shard of weight w asked w x as many:
@@ -52,8 +52,13 @@ class Candidates:
     #: the first of two rounds (`vector_candidates` with a share): these are the best of the
     #: code candidates only, and asking again with none gives them and the rest
     partial: bool = False
-    #: when partial: the highest score a candidate not given could have (ivf_codes.Gains)
-    rest: float = -math.inf
+    #: the code scores as the codes give them, best first (`scores` are times each row's
+    #: gain where the shard has them, decision 2508; None: the same as `scores`)
+    codes: F32 | None = None
+
+    @property
+    def coded(self) -> F32:
+        return self.scores if self.codes is None else self.codes
 
 
 class ShardVectors:
@@ -115,12 +120,14 @@ class ShardVectors:
             sel = None if params is None else params.sel
             asked = self._weighted(depth, allowed)
             first = max(1, math.ceil(asked * share)) if share < 1 else None
-            rows, scores, how, rest = ivf_index.candidates(
+            rows, codes, how = ivf_index.candidates(
                 q, asked, allowed, rows_mask, sel, probes, first
             )
             del keep
             kind: Literal["all", "codes"] = "all" if how == "scan" else "codes"
-            return Candidates(q, rows, scores, kind, want, depth, allowed, how == "first", rest)
+            gained = ivf_index.gains.times(rows, codes) if kind == "codes" else codes
+            partial = how == "first"
+            return Candidates(q, rows, gained, kind, want, depth, allowed, partial, codes)
         exact = len(self.vectors) < SQ8_MIN_ROWS
         # a small flat shard's every allowed row, best first: vector_finish deepens over them
         # without searching again (it took a second search for 1 in ~1 searches at 20k)

@@ -208,21 +208,21 @@ class Sides:
         (one shard's re-score depth)-th best, and each shard's candidates from it re-scored
         and grouped into docs (ranged shards in parallel: their rows are read by ranges)."""
         got = {no: c for no in nos if (c := done[("vector", no)]) is not None}
-        cutoff = _cutoff(got)
         # a shard that gave only its best candidates (partial) may hold more rows above the
-        # cutoff when the best a row not given could score (its `rest`: the last one given,
-        # times the shard's highest gain) reaches it: asked again whole. The others' rows not
-        # given score below the cutoff, which is at most the one over every shard asked
-        # whole: so the cutoff is then that one, and so are the rows above
-        again = [n for n, c in got.items() if c.partial and c.rest >= cutoff]
+        # cutoff when all of them are at or above it: asked again whole. The others' rows not
+        # given score at most their last, below the cutoff, which is at most the one over
+        # every shard asked whole: so the cutoff is then that one, and so are the rows above.
+        # That holds for the codes' own scores; the rows re-scored are then the cutoff's count
+        # of the best by gained score (decision 2508) among those given
+        coded = _cutoff(got, gained=False)
+        again = [n for n, c in got.items() if c.partial and len(c.coded) and c.coded.min() >= coded]
         for no in again:
             deeper = self.shards[no].vector_candidates(
                 got[no].q[0], self.masks[no], self.cand, self.plans.get(no)
             )
             assert deeper is not None  # it had candidates before
             got[no] = deeper
-        if again:
-            cutoff = _cutoff(got)
+        cutoff = _cutoff(got, gained=True)
 
         def finish(no: int) -> tuple[Any, ...]:
             shard, c, p = self.shards[no], got[no], self.params
@@ -254,10 +254,11 @@ def first_share(docs: list[int]) -> float:
     return min(1.0, FIRST_MARGIN * RESCORE_ACROSS / worths) if worths else 1.0
 
 
-def _cutoff(got: dict[int, Candidates]) -> float:
+def _cutoff(got: dict[int, Candidates], gained: bool) -> float:
     """The code score from which candidates are re-scored: the RESCORE_ACROSS x (one shard's
-    re-score depth)-th best of every shard's (-inf: all of them)."""
-    codes = [c.scores for c in got.values() if c.kind == "codes"]
+    re-score depth)-th best of every shard's (-inf: all of them), by the scores that rank
+    them (`gained`) or by the codes' own."""
+    codes = [c.scores if gained else c.coded for c in got.values() if c.kind == "codes"]
     every = np.concatenate(codes) if codes else np.empty(0, np.float32)
     keep = RESCORE_ACROSS * max((c.depth for c in got.values()), default=0)
     if 0 < keep < len(every):
