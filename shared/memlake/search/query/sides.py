@@ -13,7 +13,9 @@ candidates with their code scores; the thread that completes the last one applie
 over all shards and re-scores exactly (`_finish_vectors`, decision 1318), beside the BM25
 tasks when those take longer. Over many shards, a vector task asks an IVF shard for only a
 share of its candidates (`first_share`) and a shard whose every candidate made the cutoff is
-asked again for all of them, so the rows re-scored are those of asking every shard whole.
+asked again for all of them, so the candidates above the codes' cutoff are those of asking
+every shard whole; the rows re-scored are the best of the candidates given by code score
+times each row's gain (decision 2508).
 Ranged shards' postings are read ahead, all at once (decision 1317). With one core the threads
 take turns, as if run in sequence. Results merge in shard order, as a sequential run would give
 them (Found.ranked breaks ties by id anyway). When the caller fails, the pool thread stops
