@@ -91,3 +91,15 @@ def test_damaged_gains(built: tuple[np.ndarray, dict, np.ndarray]) -> None:
     assert float(np.max(index.gains.gain)) <= ivf_codes.GAIN_RANGE[1]
     rows, codes, _ = index.candidates(queries[:1], 500, len(x), None, None, None)
     assert np.all(np.isfinite(index.gains.times(rows, codes)))
+
+
+def test_lists_naming_rows_past_the_gains_are_a_corrupt_object(
+    built: tuple[np.ndarray, dict, np.ndarray],
+) -> None:
+    """A candidate row past the gains (lists and gains of a damaged object disagree) is a
+    corrupt object, not an IndexError from deep in a search."""
+    x, arrays, _ = built
+    gains = ivf_codes.Gains(arrays["ivf_gain"][:100])
+    with pytest.raises(CorruptObject, match="ivf_gain"):
+        gains.times(np.array([5, 100]), np.ones(2, np.float32))
+    assert gains.times(np.array([5, 99]), np.ones(2, np.float32)).shape == (2,)

@@ -190,6 +190,8 @@ class Gains:
         """The code `scores` of `rows`, each times its row's gain (as they are without)."""
         if self.gain is None:
             return scores
+        if len(rows) and int(np.max(rows)) >= len(self.gain):  # lists name more rows: damaged
+            raise CorruptObject("ivf_gain has fewer rows than the lists", hint="rebuild the object")
         out: F32 = (scores * self.gain[rows]).astype(np.float32)
         return out
 
