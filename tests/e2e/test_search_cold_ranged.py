@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -204,11 +205,12 @@ def s3_lake(tmp_path: Path) -> Iterator[World]:
                 aws_secret_access_key="testing",
             )
 
-        client().create_bucket(Bucket="memlake-ranged")
-        settings = Settings(
-            store="s3", bucket="memlake-ranged", api_keys=tuple(API_KEYS.split(","))
-        )
-        yield World(lambda: S3Store("memlake-ranged", client=client()), settings, [], "")
+        # a bucket of its own: moto's state is the process's, not one server's, so a bucket
+        # of the same name would hold another module's world (its order then mattered)
+        bucket = f"memlake-ranged-{uuid.uuid4().hex[:12]}"
+        client().create_bucket(Bucket=bucket)
+        settings = Settings(store="s3", bucket=bucket, api_keys=tuple(API_KEYS.split(",")))
+        yield World(lambda: S3Store(bucket, client=client()), settings, [], "")
     finally:
         moto.stop()
 
