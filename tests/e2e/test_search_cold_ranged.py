@@ -153,17 +153,22 @@ def _shrunk(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(cache, "LAZY_GAP", 1 << 10)  # scaled down with the shard
 
 
+async def _add_all(client: Any, world: World, count: int) -> None:
+    """`count` episodes through /mcp (`_content`, contexts in turn), their ids in world.ids."""
+    for i in range(count):
+        args = {"content": _content(i), "context": CONTEXTS[i % 2]}
+        out = await call(client, "add_episode", args)
+        assert not out["is_error"], out
+        world.ids.append(out["id"])
+
+
 def _write(world: World) -> None:
     """Episodes through /mcp on a server that then searches its own whole shards (warm)."""
     with server(world) as (url, services, _):
 
         async def write() -> None:
             async with connect(url, TOKENS[TENANT]) as client:
-                for i in range(EPISODES):
-                    args = {"content": _content(i), "context": CONTEXTS[i % 2]}
-                    out = await call(client, "add_episode", args)
-                    assert not out["is_error"], out
-                    world.ids.append(out["id"])
+                await _add_all(client, world, EPISODES)
                 out = await call(client, "delete_episode", {"id": world.ids[GONE]})
                 assert not out["is_error"], out
 

@@ -99,7 +99,7 @@ def test_lists_naming_rows_past_the_gains_are_a_corrupt_object(
     """A candidate row past the gains (lists and gains of a damaged object disagree) is a
     corrupt object, not an IndexError from deep in a search."""
     x, arrays, _ = built
-    gains = ivf_codes.Gains(arrays["ivf_gain"][:100])
-    with pytest.raises(CorruptObject, match="ivf_gain"):
+    gains = ivf_codes.Gains(arrays["ivf_gain"][:100], "tenants/t/search/s1.npz")
+    with pytest.raises(CorruptObject, match="s1.npz: ivf_gain"):
         gains.times(np.array([5, 100]), np.ones(2, np.float32))
     assert gains.times(np.array([5, 99]), np.ones(2, np.float32)).shape == (2,)

@@ -170,28 +170,31 @@ def encode_sq8(vectors: F32, order: I64 | None = None) -> dict[str, Any]:
 class Gains:
     """A shard's row gains (`gains`, stored as ivf_gain) applied to code scores."""
 
-    def __init__(self, gain: Any) -> None:
+    def __init__(self, gain: Any, name: str = "a shard's IVF index") -> None:
         self.gain = gain  # None: every gain is 1
+        self.name = name  # for errors: the shard's key when known
 
     @classmethod
     def of(cls, arrays: Mapping[str, Any], rows: int, name: str) -> Gains:
         gain = arrays.get("ivf_gain")
         if gain is None:
-            return cls(None)
+            return cls(None, name)
         gain = np.asarray(gain)
         if gain.shape != (rows,) or gain.dtype != np.float16:
             raise CorruptObject(
                 f"{name}: ivf_gain is not one float16 a row", hint="rebuild the object"
             )
         bad = ~np.isfinite(gain) | (gain < GAIN_RANGE[0]) | (gain > GAIN_RANGE[1])
-        return cls(np.where(bad, np.float16(1), gain) if bad.any() else gain)
+        return cls(np.where(bad, np.float16(1), gain) if bad.any() else gain, name)
 
     def times(self, rows: I64, scores: F32) -> F32:
         """The code `scores` of `rows`, each times its row's gain (as they are without)."""
         if self.gain is None:
             return scores
         if len(rows) and int(np.max(rows)) >= len(self.gain):  # lists name more rows: damaged
-            raise CorruptObject("ivf_gain has fewer rows than the lists", hint="rebuild the object")
+            raise CorruptObject(
+                f"{self.name}: ivf_gain has fewer rows than the lists", hint="rebuild the object"
+            )
         out: F32 = (scores * self.gain[rows]).astype(np.float32)
         return out
 

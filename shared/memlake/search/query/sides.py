@@ -216,8 +216,9 @@ class Sides:
         # every shard asked whole: so the cutoff is then that one, and so are the rows above.
         # That holds for the codes' own scores; the rows re-scored are then the cutoff's count
         # of the best by gained score (decision 2508) among those given
-        coded = _cutoff(got, gained=False)
-        again = [n for n, c in got.items() if c.partial and len(c.coded) and c.coded.min() >= coded]
+        partial = [n for n, c in got.items() if c.partial and len(c.coded)]
+        coded = _cutoff(got, gained=False) if partial else np.inf  # (none: no second pass)
+        again = [n for n in partial if got[n].coded.min() >= coded]
         for no in again:
             deeper = self.shards[no].vector_candidates(
                 got[no].q[0], self.masks[no], self.cand, self.plans.get(no)
