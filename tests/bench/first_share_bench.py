@@ -59,7 +59,8 @@ HYBRID = SearchParams()
 KINDS = ("real", "mixed")
 
 
-def build(root: Path, size: int) -> None:
+def build(root: Path, size: int, sink: scale_tenant.Sink | None = None) -> None:
+    """The kept tenant in `root`; `sink` gets the same rows (LanceDB: lance_pair_bench.py)."""
     root.mkdir(parents=True, exist_ok=True)
     search_bench.WORDS = 600
     real = vectors.real()
@@ -70,10 +71,11 @@ def build(root: Path, size: int) -> None:
     tenant = scale_tenant.build(
         bare_lake(LocalStore(root)), root, size, MiniLMEmbedder.shared().name,
         lambda no, docs: vectors.passages(real, docs, scale_tenant.PER, seed=1000 + no),
-        np.concatenate([queries["real"], queries["mixed"]]),
+        np.concatenate([queries["real"], queries["mixed"]]), sink=sink,
     )  # fmt: skip
     truth = [sorted(tenant.truth(i)) for i in range(400)]
     (root / "truth.json").write_text(json.dumps(truth))
+    (root / "ids.json").write_text(json.dumps(list(tenant.ids)))  # by episode number
 
 
 INT8_FROM, WIDE = ivf.PLAN_INT8_FROM, ivf.PLAN_PER_SHARD_WIDE
