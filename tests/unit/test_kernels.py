@@ -93,7 +93,7 @@ def test_bm25_top_is_numpys(compiled: ModuleType, seed: int) -> None:
         for masked in (False, True):
             for k in (1, 3, 30, n + 5):
                 for total in (float(case[9].sum()), 0.0, 1.7):
-                    args = (*case, agg, 0.35, 0.5, total, mask, masked, k)
+                    args = (*case, agg, 0.35, 0.5, total, mask, masked, k, 0.0)
                     got = compiled.bm25_top(*args)
                     same_bm25(numpy_twins.bm25_top(*args), got, case[10])
 
@@ -107,7 +107,7 @@ def test_bm25_top_of_thousands_of_docs_is_numpys(compiled: ModuleType, seed: int
     mask = rng.random(5000) > 0.2
     for k in (1, 2, 7, 30, 100, 4999):
         for masked in (False, True):
-            args = (*case, 3, 0.5, 0.5, float(case[9].sum()), mask, masked, k)
+            args = (*case, 3, 0.5, 0.5, float(case[9].sum()), mask, masked, k, 0.0)
             same_bm25(numpy_twins.bm25_top(*args), compiled.bm25_top(*args), case[10])
 
 
@@ -157,11 +157,40 @@ def test_bm25_top_pruned_is_numpys(compiled: ModuleType, seed: int) -> None:
     for agg in (0, 1, 3):
         for k in (1, 10, 30):
             for masked in (False, True):
-                args = (*case, agg, 0.5, 0.5, total, mask, masked, k)
+                args = (*case, agg, 0.5, 0.5, total, mask, masked, k, 0.0)
                 same_bm25(numpy_twins.bm25_top(*args), compiled.bm25_top(*args), case[10])
-                tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k)
+                tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, 0.0)
                 pruned += bool(tried[0])
     assert pruned  # the pruned path ran (and matched), not only the dense one
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bm25_top_floor_keeps_every_doc_at_or_above_it(compiled: ModuleType, seed: int) -> None:
+    """A search's floor (decision 2509): the compiled twin may leave out docs scoring below
+    it, never one at or above it. The docs, scores and passages at or above the floor are the
+    twin's; the pruned path takes the floor (it returns fewer docs)."""
+    from memlake.search.index.kernels import numba_bm25
+
+    rng = np.random.default_rng(300 + seed)
+    case = _skewed_case(rng, [3000, 8000][seed % 2], ties=seed % 3 == 0)
+    mask = rng.random(case[0]) > [0.0, 0.3, 0.9][seed % 3]
+    total = float(case[9].sum())
+    fewer = 0
+    for agg in (0, 1, 3):
+        for k in (10, 30, 100):
+            for masked in (False, True):
+                args = (*case, agg, 0.5, 0.5, total, mask, masked, k)
+                want = numpy_twins.bm25_top(*args, 0.0)
+                if not len(want[1]):
+                    continue
+                for floor in (float(want[1][len(want[1]) // 3]), float(want[1][0]), 1.0):
+                    got = compiled.bm25_top(*args, floor)
+                    keep_w, keep_g = want[1] >= floor, got[1] >= floor
+                    kept = tuple(x[keep_w] for x in want[:3]), tuple(x[keep_g] for x in got[:3])
+                    same_bm25((*kept[0], want[3]), (*kept[1], got[3]), case[10])
+                    tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, floor)
+                    fewer += bool(tried[0]) and len(got[0]) < len(want[0])
+    assert fewer  # the floor cut some lists short, and what it kept was the twin's
 
 
 def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
@@ -171,7 +200,7 @@ def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
     lo, hi = np.array([0], np.int64), np.array([5], np.int64)
     empty = (np.zeros(0, np.int32), np.zeros(0, np.float32), lo * 0, lo * 0)
     args = (n, docs, sat, lo, hi, *empty, np.ones(1, np.float32), np.zeros(0, np.int64),
-            np.zeros(0, np.int32), 0, 0.5, 0.5, 1.0, np.zeros(0, bool), False, 3)  # fmt: skip
+            np.zeros(0, np.int32), 0, 0.5, 0.5, 1.0, np.zeros(0, bool), False, 3, 0.0)  # fmt: skip
     for module in (numpy_twins, compiled):
         top, scores, best, _ = module.bm25_top(*args)
         assert top.tolist() == [1, 2, 4] and scores.tolist() == [0.5] * 3

@@ -77,6 +77,9 @@ class Found:
             of = passages if callable(passages) else np.asarray(passages).__getitem__
             self.passages_of.append(of)
 
+    def _id(self, shards: list[Shard], part: np.ndarray, docs: np.ndarray, i: int) -> str:
+        return shards[self.parts[int(part[i])][0]].id_list[int(docs[i])]
+
     def ranked(self, shards: list[Shard], k: int) -> Ranked:
         out = Ranked()
         if not self.parts:
@@ -84,7 +87,7 @@ class Found:
         part = np.concatenate([np.full(len(p[1]), i) for i, p in enumerate(self.parts)])
         at = np.concatenate([np.arange(len(p[1])) for p in self.parts])
         docs, scores, raw, best = (np.concatenate([p[i] for p in self.parts]) for i in range(1, 5))
-        top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+        top = _best(scores, k, lambda i: self._id(shards, part, docs, i))
         passages = np.empty(len(scores), np.int64)
         for i in np.unique(part[top]).tolist():
             mine = top[part[top] == i]
@@ -103,6 +106,19 @@ class Found:
         return out
 
 
+def _best(scores: np.ndarray, k: int, id_of: Callable[[int], str]) -> np.ndarray:
+    """Positions of the k best scores, equal ones at the cut by id (so the same entries give
+    the same k whatever else is there: a BM25 floor leaves out entries below it, 2509)."""
+    if len(scores) <= k or k <= 0:
+        return np.arange(len(scores) if k > 0 else 0)
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    above = np.flatnonzero(scores > kth)
+    tied = np.flatnonzero(scores == kth)
+    if len(above) + len(tied) > k:
+        tied = np.array(sorted(tied.tolist(), key=id_of)[: k - len(above)], np.int64)
+    return np.concatenate([above, tied])
+
+
 def bm25_shard(
     shard: Shard,
     tids: list[int],
@@ -112,11 +128,13 @@ def bm25_shard(
     mask: np.ndarray | None,
     k: int,
     read: dict[str, Postings] | None = None,
+    floor: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, PassagesOf, np.ndarray]:
     """The k best docs by normalised BM25 among `mask`: (docs, scores, their best passages
     when asked, the best passage's normalised score). `read`: the postings of `tids`
-    (Shard.read_postings), read here when None. One kernel call does the shard's whole BM25
-    (kernels.bm25_top: compiled and without the GIL where numba is, decision 2502)."""
+    (Shard.read_postings), read here when None. `floor`: the search's k-th best score so far
+    (decision 2509): docs below it may be left out. One kernel call does the shard's whole
+    BM25 (kernels.bm25_top: compiled and without the GIL where numba is, decision 2502)."""
     run = kernels.active()
     passages = shard.has_passages and shard.n > 0
     p_runs = shard.posting_runs(tids, "p_", read) if passages else NO_RUNS
@@ -136,6 +154,7 @@ def bm25_shard(
         NO_MASK if mask is None else mask,
         mask is not None,
         k,
+        float(floor),
     )
 
     def which(at: np.ndarray) -> np.ndarray:

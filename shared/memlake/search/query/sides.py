@@ -16,6 +16,8 @@ share of its candidates (`first_share`) and a shard whose every candidate made t
 asked again for all of them, so the candidates above the codes' cutoff are those of asking
 every shard whole; the rows re-scored are the best of the candidates given by code score
 times each row's gain (decision 2508).
+BM25 tasks run biggest shard first, each with the floor of the ones done: the cand-th best
+score so far, below which its kernel may leave docs out (decision 2509).
 Ranged shards' postings are read ahead, all at once (decision 1317). With one core the threads
 take turns, as if run in sequence. Results merge in shard order, as a sequential run would give
 them (Found.ranked breaks ties by id anyway). When the caller fails, the pool thread stops
@@ -98,6 +100,8 @@ class Sides:
         self._left_lock = threading.Lock()
         self._share = 1.0
         self._fetching: dict[int, Future[dict[str, Postings]]] = {}
+        self._bm25_best = np.empty(0, np.float32)  # the best BM25 scores so far, up to cand
+        self._bm25_floor = 0.0  # their cand-th best: the floor of the next BM25 task (2509)
 
     def run(
         self, term_ids: list[list[int]], idf: list[float], total_idf: float, qvec: Any
@@ -115,7 +119,9 @@ class Sides:
         self._prefetch([no for side, no in tasks if side == "bm25"])
         done: dict[Task, Any] = {}
         ahead = [t for t in tasks if t[0] == "bm25"]
-        ahead.sort(key=lambda t: self.shards[t[1]].lazy)  # their postings are read meanwhile
+        # ranged shards last (their postings are read meanwhile), the biggest first: their
+        # k best give the next shards a high floor (decision 2509)
+        ahead.sort(key=lambda t: (self.shards[t[1]].lazy, -self.shards[t[1]].n))
         self._vector_nos = [no for side, no in tasks if side == "vector"]
         self._share = first_share([self.shards[no].n for no in self._vector_nos])
         self._vectors_left = len(self._vector_nos)
@@ -187,10 +193,24 @@ class Sides:
         if ahead is not None and not ahead.cancel() and ahead.exception() is None:
             read = ahead.result()  # a failed read is retried below, and reported from there
         got = bm25_shard(
-            shard, self.tids[no], self.idf, self.total_idf, p, self.masks[no], self.cand, read
-        )
+            shard, self.tids[no], self.idf, self.total_idf, p, self.masks[no], self.cand, read,
+            self._bm25_floor,
+        )  # fmt: skip
         top, scores, which, best = got
+        self._raise_floor(scores)
         return top, scores, scores, which, best
+
+    def _raise_floor(self, scores: np.ndarray) -> None:
+        """Keep the cand best BM25 scores of the shards done; once there are cand of them, the
+        worst is the floor: a doc below it cannot make the search's cand best (Found.ranked),
+        so the next shards' kernels may leave it out. Only the caller's thread runs BM25
+        tasks, one after the other."""
+        best = np.concatenate([self._bm25_best, scores])
+        if len(best) > self.cand:
+            best = np.partition(best, len(best) - self.cand)[len(best) - self.cand :]
+        self._bm25_best = best
+        if self.cand and len(best) == self.cand:
+            self._bm25_floor = float(best.min())
 
     def _vector(self, no: int) -> Candidates | None:
         """A vector task: the shard's candidates (the first of two steps, decision 1318)."""

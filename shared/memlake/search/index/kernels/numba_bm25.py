@@ -11,11 +11,13 @@ weights left (each posting's saturated tf is at most 1, so a doc gains at most t
 remaining idfs, whole or in any passage) cannot lift a doc the heavy terms did not reach, nor
 one they did, to the k-th best lower bound; then only the docs that could still make the k best
 are scored exactly, every term in query order by galloping lookups in its postings (the same
-float32 operations in the same order as `_dense`, so the same scores). `p_doc` is checked when a
-shard is read (ascending doc numbers in 0..n-1), as the postings are. Its bounds are widened
-by SLACK (float32 sums in another order differ in their last bits); it gives up for the dense
-path once it has summed GIVE_UP of the postings, or when its lookups would cost more than what
-is left.
+float32 operations in the same order as `_dense`, so the same scores). A search's `floor` (the
+k-th best score of the shards it has searched, decision 2509) raises that bound: a doc below it
+cannot make the search's k best, so the docs left to score are fewer and found sooner. `p_doc`
+is checked when a shard is read (ascending doc numbers in 0..n-1), as the postings are. Its
+bounds are widened by SLACK (float32 sums in another order differ in their last bits); it
+gives up for the dense path once it has summed GIVE_UP of the postings, or when its lookups
+would cost more than what is left.
 """
 
 from __future__ import annotations
@@ -181,14 +183,15 @@ def best_passages(p_first, docs, scores):  # type: ignore[no-untyped-def]
 @_jit
 def bm25_top(  # type: ignore[no-untyped-def]
     n, e_docs, e_sat, e_lo, e_hi, p_docs, p_sat, p_lo, p_hi, w, p_first, p_doc, agg, mix,
-    decay, total, mask, masked, k,
+    decay, total, mask, masked, k, floor,
 ):  # fmt: skip
     """numpy_twins.bm25_top; the passage scores returned are exact for the docs of the k best
-    (what best_passages reads), others may hold partial sums."""
+    (what best_passages reads), others may hold partial sums. The pruned path leaves out docs
+    scoring below `floor` (so it may give fewer than k)."""
     if agg != 2 and k > 0 and n > 0 and p_first.shape[0] > 0 and p_doc.shape[0] == p_first[n]:
         got = _pruned(
             n, e_docs, e_sat, e_lo, e_hi, p_docs, p_sat, p_lo, p_hi, w, p_first, p_doc, agg,
-            mix, total, mask, masked, k,
+            mix, total, mask, masked, k, floor,
         )  # fmt: skip
         if got[0]:
             return got[1], got[2], got[3], got[4]
@@ -232,9 +235,10 @@ def _bound(agg, a32, b32, episode, best):  # type: ignore[no-untyped-def]
 @_jit
 def _pruned(  # type: ignore[no-untyped-def]
     n, e_docs, e_sat, e_lo, e_hi, p_docs, p_sat, p_lo, p_hi, w, p_first, p_doc, agg, mix,
-    total, mask, masked, k,
+    total, mask, masked, k, floor,
 ):  # fmt: skip
     terms = w.shape[0]
+    need_floor = np.float64(floor) * np.float64(total)  # the floor in raw BM25
     nothing = (
         False, np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.float32),
         np.empty(0, np.float32),
@@ -289,10 +293,10 @@ def _pruned(  # type: ignore[no-untyped-def]
                 if v > 0:
                     bounds[m] = v
                     m += 1
-        if m < k:
-            continue
-        kth = np.partition(bounds[:m], m - k)[m - k]
-        cut = np.float64(kth) * (1 - SLACK) - left[i + 1]
+        need = need_floor  # a doc must reach the floor, and the k-th best lower bound
+        if m >= k:
+            need = max(need, np.float64(np.partition(bounds[:m], m - k)[m - k]))
+        cut = need * (1 - SLACK) - left[i + 1]
         if cut <= 0:  # a doc not reached yet could still make the k best
             continue
         picked = np.empty(m, np.int64)

@@ -31,7 +31,7 @@ _INT, _FLOAT = types.int64, types.float64
 SIGNATURES: dict[str, tuple[Any, ...]] = {
     "bm25_top": (
         _INT, _RO_I32, _RO_F32, _RO_I64, _RO_I64, _RO_I32, _RO_F32, _RO_I64, _RO_I64, _RO_F32,
-        _RO_I64, _RO_I32, _INT, _FLOAT, _FLOAT, _FLOAT, _RO_BOOL, types.boolean, _INT,
+        _RO_I64, _RO_I32, _INT, _FLOAT, _FLOAT, _FLOAT, _RO_BOOL, types.boolean, _INT, _FLOAT,
     ),
     "best_passages": (_RO_I64, _RO_I64, _RO_F32),
     "top_docs": (_RO_I64, _RO_F32, _INT, _RO_I32, _RO_I32, _INT, _INT),

@@ -90,6 +90,7 @@ def bm25_top(
     mask: np.ndarray,
     masked: bool,
     k: int,
+    floor: float = 0.0,
 ) -> tuple[I64, F32, F32, F32]:
     """The k best of a shard's n docs by BM25 (lucene: each term adds idf w[t] times its
     saturated tf), as (docs, their score as a share of the query's `total` idf, their best
@@ -99,7 +100,9 @@ def bm25_top(
     stands for its passages); `p_doc` is each passage's doc (the compiled twin's pruning uses
     it; its passage scores are exact for the k best docs only). `agg`: AGG's code; mix: mix *
     episode + (1 - mix) * best; top2: best + decay * second best. A doc where `masked` and not
-    mask[d] scores 0."""
+    mask[d] scores 0. `floor`: the share below which a doc cannot matter to the caller (the
+    k-th best of the shards a search has done, decision 2509): the compiled twin may leave out
+    docs below it, this one gives its k best anyway (the same docs at or above it)."""
     episode = accumulate(n, e_docs, e_sat, e_lo, e_hi, w)
     if len(p_first):
         passages = accumulate(int(p_first[n]), p_docs, p_sat, p_lo, p_hi, w)
