@@ -72,15 +72,24 @@ def _p_doc(p_first: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(n), np.diff(p_first)).astype(np.int32)
 
 
-def same_bm25(a: tuple[Any, ...], b: tuple[Any, ...], p_first: np.ndarray) -> None:
-    """bm25_top's results alike: the top docs, their scores and best passages' scores, and
-    the passage scores of the top docs (the compiled twin's others may be partial sums)."""
-    same(a[:3], b[:3])
-    assert a[3].dtype == b[3].dtype
-    if len(p_first):
-        for d in a[0].tolist():
-            lo, hi = p_first[d], p_first[d + 1]
-            np.testing.assert_array_equal(a[3][lo:hi], b[3][lo:hi])
+def compiled_top(compiled: ModuleType, *args: Any, small: bool = False) -> Any:
+    """The compiled bm25_top given zeros to sum passages in (`small`: too few, so it takes
+    its own), which it must leave as zeros."""
+    p_first = args[10]
+    scratch = np.zeros(0 if small or not len(p_first) else int(p_first[-1]) + 3, np.float32)
+    got = compiled.bm25_top(*args, scratch)
+    assert not scratch.any()
+    return got
+
+
+def _zeros(case: tuple[Any, ...]) -> np.ndarray:
+    return np.zeros(int(case[10][-1]) if len(case[10]) else 0, np.float32)
+
+
+def same_bm25(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
+    """bm25_top's results alike: the top docs, their scores, their best passages' scores and
+    those passages."""
+    same(a, b)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -94,8 +103,8 @@ def test_bm25_top_is_numpys(compiled: ModuleType, seed: int) -> None:
             for k in (1, 3, 30, n + 5):
                 for total in (float(case[9].sum()), 0.0, 1.7):
                     args = (*case, agg, 0.35, 0.5, total, mask, masked, k, 0.0)
-                    got = compiled.bm25_top(*args)
-                    same_bm25(numpy_twins.bm25_top(*args), got, case[10])
+                    got = compiled_top(compiled, *args, small=k == 3)
+                    same_bm25(numpy_twins.bm25_top(*args), got)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -108,7 +117,7 @@ def test_bm25_top_of_thousands_of_docs_is_numpys(compiled: ModuleType, seed: int
     for k in (1, 2, 7, 30, 100, 4999):
         for masked in (False, True):
             args = (*case, 3, 0.5, 0.5, float(case[9].sum()), mask, masked, k, 0.0)
-            same_bm25(numpy_twins.bm25_top(*args), compiled.bm25_top(*args), case[10])
+            same_bm25(numpy_twins.bm25_top(*args), compiled_top(compiled, *args))
 
 
 def _skewed_case(rng: np.random.Generator, n: int, ties: bool) -> tuple[Any, ...]:
@@ -158,8 +167,10 @@ def test_bm25_top_pruned_is_numpys(compiled: ModuleType, seed: int) -> None:
         for k in (1, 10, 30):
             for masked in (False, True):
                 args = (*case, agg, 0.5, 0.5, total, mask, masked, k, 0.0)
-                same_bm25(numpy_twins.bm25_top(*args), compiled.bm25_top(*args), case[10])
-                tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, 0.0)
+                same_bm25(numpy_twins.bm25_top(*args), compiled_top(compiled, *args))
+                zeros = _zeros(case)
+                tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, 0.0, zeros)
+                assert not zeros.any()  # it summed passages there and left them zeros
                 pruned += bool(tried[0])
     assert pruned  # the pruned path ran (and matched), not only the dense one
 
@@ -184,11 +195,14 @@ def test_bm25_top_floor_keeps_every_doc_at_or_above_it(compiled: ModuleType, see
                 if not len(want[1]):
                     continue
                 for floor in (float(want[1][len(want[1]) // 3]), float(want[1][0]), 1.0):
-                    got = compiled.bm25_top(*args, floor)
+                    got = compiled_top(compiled, *args, floor)
                     keep_w, keep_g = want[1] >= floor, got[1] >= floor
-                    kept = tuple(x[keep_w] for x in want[:3]), tuple(x[keep_g] for x in got[:3])
-                    same_bm25((*kept[0], want[3]), (*kept[1], got[3]), case[10])
-                    tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, floor)
+                    same_bm25(tuple(x[keep_w] for x in want), tuple(x[keep_g] for x in got))
+                    zeros = _zeros(case)
+                    tried = numba_bm25._pruned(
+                        *case, agg, 0.5, total, mask, masked, k, floor, zeros
+                    )  # fmt: skip
+                    assert not zeros.any()
                     fewer += bool(tried[0]) and len(got[0]) < len(want[0])
     assert fewer  # the floor cut some lists short, and what it kept was the twin's
 
@@ -202,7 +216,7 @@ def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
     args = (n, docs, sat, lo, hi, *empty, np.ones(1, np.float32), np.zeros(0, np.int64),
             np.zeros(0, np.int32), 0, 0.5, 0.5, 1.0, np.zeros(0, bool), False, 3, 0.0)  # fmt: skip
     for module in (numpy_twins, compiled):
-        top, scores, best, _ = module.bm25_top(*args)
+        top, scores, best, _ = module.bm25_top(*args, np.zeros(0, np.float32))
         assert top.tolist() == [1, 2, 4] and scores.tolist() == [0.5] * 3
 
 

@@ -4,6 +4,7 @@ how), merged across shards into one ranked list with each episode's best passage
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -129,9 +130,9 @@ def bm25_shard(
     k: int,
     read: dict[str, Postings] | None = None,
     floor: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray, PassagesOf, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The k best docs by normalised BM25 among `mask`: (docs, scores, their best passages
-    when asked, the best passage's normalised score). `read`: the postings of `tids`
+    (-1: none scored), the best passage's normalised score). `read`: the postings of `tids`
     (Shard.read_postings), read here when None. `floor`: the search's k-th best score so far
     (decision 2509): docs below it may be left out. One kernel call does the shard's whole
     BM25 (kernels.bm25_top: compiled and without the GIL where numba is, decision 2502)."""
@@ -140,27 +141,42 @@ def bm25_shard(
     p_runs = shard.posting_runs(tids, "p_", read) if passages else NO_RUNS
     p_first = shard.p_first if shard.has_passages else NO_RUNS[2]
     p_doc = shard.p_doc if shard.has_passages else NO_RUNS[0]
-    top, scores, best, passage_scores = run.bm25_top(
-        shard.n,
-        *shard.posting_runs(tids, "", read),
-        *p_runs,
-        np.asarray(idf, np.float32),
-        p_first,
-        p_doc,
-        AGG[params.bm25_agg],
-        float(params.mix),
-        float(params.agg_decay),
-        float(total),
-        NO_MASK if mask is None else mask,
-        mask is not None,
-        k,
-        float(floor),
-    )
+    scratch = _scratch(int(p_first[-1]) if len(p_first) else 0)
+    try:
+        got = run.bm25_top(
+            shard.n,
+            *shard.posting_runs(tids, "", read),
+            *p_runs,
+            np.asarray(idf, np.float32),
+            p_first,
+            p_doc,
+            AGG[params.bm25_agg],
+            float(params.mix),
+            float(params.agg_decay),
+            float(total),
+            NO_MASK if mask is None else mask,
+            mask is not None,
+            k,
+            float(floor),
+            scratch,
+        )
+    except BaseException:
+        _SCRATCH.zeros = None  # it may not be zeros any more
+        raise
+    top, scores, best, top_passage = got
+    return top, scores, top_passage, best
 
-    def which(at: np.ndarray) -> np.ndarray:
-        return run.best_passages(p_first, top[at], passage_scores)  # type: ignore[no-any-return]
 
-    return top, scores, which, best
+#: each thread's zeros for BM25's passage sums (bm25_top leaves them zeros: decision 2509)
+_SCRATCH = threading.local()
+
+
+def _scratch(size: int) -> np.ndarray:
+    buf: np.ndarray | None = getattr(_SCRATCH, "zeros", None)
+    if buf is None or len(buf) < size:
+        buf = np.zeros(size, np.float32)
+        _SCRATCH.zeros = buf
+    return buf
 
 
 #: bm25_top's mask when there is none

@@ -196,9 +196,9 @@ class Sides:
             shard, self.tids[no], self.idf, self.total_idf, p, self.masks[no], self.cand, read,
             self._bm25_floor,
         )  # fmt: skip
-        top, scores, which, best = got
+        top, scores, passages, best = got
         self._raise_floor(scores)
-        return top, scores, scores, which, best
+        return top, scores, scores, passages, best
 
     def _raise_floor(self, scores: np.ndarray) -> None:
         """Keep the cand best BM25 scores of the shards done; once there are cand of them, the

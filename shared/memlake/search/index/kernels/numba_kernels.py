@@ -26,12 +26,14 @@ _RO_I16 = types.Array(types.int16, 1, "C", readonly=True)
 _RO_F64 = types.Array(types.float64, 1, "C", readonly=True)
 _RO_I8_2D = types.Array(types.int8, 2, "C", readonly=True)
 _INT, _FLOAT = types.int64, types.float64
+_F32 = types.Array(types.float32, 1, "C")  # written: bm25_top's scratch
 
 #: the one signature of each kernel (read-only array types accept writable arrays too)
 SIGNATURES: dict[str, tuple[Any, ...]] = {
     "bm25_top": (
         _INT, _RO_I32, _RO_F32, _RO_I64, _RO_I64, _RO_I32, _RO_F32, _RO_I64, _RO_I64, _RO_F32,
         _RO_I64, _RO_I32, _INT, _FLOAT, _FLOAT, _FLOAT, _RO_BOOL, types.boolean, _INT, _FLOAT,
+        _F32,
     ),
     "best_passages": (_RO_I64, _RO_I64, _RO_F32),
     "top_docs": (_RO_I64, _RO_F32, _INT, _RO_I32, _RO_I32, _INT, _INT),

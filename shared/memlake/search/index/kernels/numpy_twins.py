@@ -91,18 +91,21 @@ def bm25_top(
     masked: bool,
     k: int,
     floor: float = 0.0,
-) -> tuple[I64, F32, F32, F32]:
+    scratch: F32 | None = None,
+) -> tuple[I64, F32, F32, I64]:
     """The k best of a shard's n docs by BM25 (lucene: each term adds idf w[t] times its
     saturated tf), as (docs, their score as a share of the query's `total` idf, their best
-    passage's share, every passage's score). Terms' postings are runs lo[t]:hi[t] of
+    passage's share, that passage (best_passages: -1 when none scored)). Terms' postings are
+    runs lo[t]:hi[t] of
     (e_docs, e_sat) for episodes and (p_docs, p_sat) for passages; `p_first` is each doc's
     first passage and the passage count at the end, empty for a format-1 shard (the episode
     stands for its passages); `p_doc` is each passage's doc (the compiled twin's pruning uses
-    it; its passage scores are exact for the k best docs only). `agg`: AGG's code; mix: mix *
+    it). `agg`: AGG's code; mix: mix *
     episode + (1 - mix) * best; top2: best + decay * second best. A doc where `masked` and not
     mask[d] scores 0. `floor`: the share below which a doc cannot matter to the caller (the
     k-th best of the shards a search has done, decision 2509): the compiled twin may leave out
-    docs below it, this one gives its k best anyway (the same docs at or above it)."""
+    docs below it, this one gives its k best anyway (the same docs at or above it). `scratch`:
+    zeros the compiled twin may sum passages in (it leaves them zeros); not used here."""
     episode = accumulate(n, e_docs, e_sat, e_lo, e_hi, w)
     if len(p_first):
         passages = accumulate(int(p_first[n]), p_docs, p_sat, p_lo, p_hi, w)
@@ -125,7 +128,7 @@ def bm25_top(
     if masked:
         score *= mask
     top = top_k(score, k)
-    return top, score[top], _share(best[top], total), passages
+    return top, score[top], _share(best[top], total), best_passages(p_first, top, passages)
 
 
 def _share(score: F32, total: float) -> F32:
