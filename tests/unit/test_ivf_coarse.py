@@ -49,7 +49,10 @@ def _reference(indexes: list[_Index], q: np.ndarray, budget: int, most: int) -> 
     starts = np.zeros(len(scores) + 1, np.int64)
     np.cumsum([len(s) for s in scores], out=starts[1:])
     mosts = np.full(len(scores), most, np.int64)
-    lists, counts = numpy_twins.plan_lists(np.concatenate(scores), starts, budget, 0, mosts)
+    every = np.concatenate(scores)
+    lists, counts = numpy_twins.plan_lists(
+        every, starts, numpy_twins.plan_cut(every, budget), 0, mosts
+    )
     out, at = [], 0
     for n in counts.tolist():
         out.append(lists[at : at + n])
@@ -240,7 +243,7 @@ for n in (0, 1, 3000):
     every = rng.random(n).astype(np.float32)
     starts = np.array([0, n // 3, n], np.int64)
     most = np.array([5, 50], np.int64)
-    plans = [m.plan_lists(every, starts, 40, 0, most) for m in (nk, twin)]
+    plans = [m.plan_lists(every, starts, twin.plan_cut(every, 40), 0, most) for m in (nk, twin)]
     ok += [bool(np.array_equal(a, b)) for a, b in zip(*plans)]
 print(json.dumps({"ok": all(ok), **kernels.report()}))
 """

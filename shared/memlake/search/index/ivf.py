@@ -30,6 +30,7 @@ import numpy as np
 from memlake.errors import CorruptObject
 from memlake.search.index import ivf_coarse, ivf_codes, kernels, vector_scan
 from memlake.search.index.arrays import F32, I64
+from memlake.search.index.kernels import numpy_twins
 
 #: vector rows from which a written shard gets an IVF index, below: the exact flat scan. Equal
 #: to shard_vectors.SQ8_MIN_ROWS, so no format-3 shard builds codes at load (a small IVF
@@ -189,7 +190,8 @@ def plan_probes(
     starts = np.zeros(len(scores) + 1, np.int64)
     np.cumsum([len(s) for s in scores], out=starts[1:])
     mosts = np.asarray([round(most * w) for w in weights], np.int64)
-    lists, counts = kernels.active().plan_lists(every, starts, budget, least, mosts)
+    cut = numpy_twins.plan_cut(every, budget)
+    lists, counts = kernels.active().plan_lists(every, starts, cut, least, mosts)
     out, at = [], 0
     for s, n in zip(scores, counts.tolist(), strict=True):
         best = lists[at : at + n]

@@ -37,7 +37,7 @@ SIGNATURES: dict[str, tuple[Any, ...]] = {
     ),
     "best_passages": (_RO_I64, _RO_I64, _RO_F32),
     "top_docs": (_RO_I64, _RO_F32, _INT, _RO_I32, _RO_I32, _INT, _INT),
-    "plan_lists": (_RO_F32, _RO_I64, _INT, _INT, _RO_I64),
+    "plan_lists": (_RO_F32, _RO_I64, _FLOAT, _INT, _RO_I64),
     "widen": (_RO_U16_2D, _RO_F32),
     "coarse_scores": (_RO_I8_2D, _RO_I16, _RO_F64, _FLOAT),
 }  # fmt: skip
@@ -81,11 +81,9 @@ def top_docs(rows, exact, want, chunk_doc, chunk_passage, n, k):  # type: ignore
 
 
 @_jit
-def plan_lists(every, starts, budget, least, most):  # type: ignore[no-untyped-def]
-    total = every.shape[0]
-    cut = -np.inf if budget > 0 else np.inf
-    if 0 < budget < total:
-        cut = np.partition(every, total - budget)[total - budget]
+def plan_lists(every, starts, cut, least, most):  # type: ignore[no-untyped-def]
+    # the cut comes from numpy (numpy_twins.plan_cut): numba's np.partition took 0.71 ms over
+    # 46,800 centroid scores, numpy's 0.055 (decision 2509)
     shards = starts.shape[0] - 1
     counts = np.zeros(shards, np.int64)
     above = np.zeros(shards, np.int64)
@@ -96,22 +94,39 @@ def plan_lists(every, starts, budget, least, most):  # type: ignore[no-untyped-d
                 above[i] += 1
         counts[i] = min(size, max(least, min(most[i], above[i])))
     lists = np.empty(counts.sum(), np.int64)
+    bits = every.view(np.uint32)
     at = 0
     for i in range(shards):
-        s = every[starts[i] : starts[i + 1]]
+        lo = starts[i]
         if counts[i] <= above[i]:  # its best are among those at or above the cut: sort those
-            pick = np.empty(above[i], np.int64)
-            got = 0
-            for j in range(s.shape[0]):
-                if s[j] >= cut:
-                    pick[got] = j
-                    got += 1
-            order = pick[np.argsort(-s[pick], kind="mergesort")]
+            order = _best_first(every, bits, lo, starts[i + 1], cut, above[i])
         else:  # `least` asks for more than the cut gives: all of its scores sorted
-            order = np.argsort(-s, kind="mergesort")
+            order = np.argsort(-every[lo : starts[i + 1]], kind="mergesort")
         lists[at : at + counts[i]] = order[: counts[i]]
         at += counts[i]
     return lists, counts
+
+
+@_jit
+def _best_first(every, bits, lo, hi, cut, count):  # type: ignore[no-untyped-def]
+    """The positions (from lo) of every[lo:hi] at or above `cut`, best first, equal scores by
+    position: one sort of keys (the score's bits in float order, inverted, then the position;
+    a mergesort of the scores took 0.41 ms over a 300k plan's picks)."""
+    keys = np.empty(count, np.uint64)
+    got = 0
+    for j in range(lo, hi):
+        if every[j] >= cut:  # never NaN
+            u = np.uint64(bits[j])
+            if u == 0x80000000:  # -0.0 ranks as 0.0
+                u = np.uint64(0)
+            ordered = (u ^ 0xFFFFFFFF) if u & 0x80000000 else (u | 0x80000000)
+            keys[got] = ((0xFFFFFFFF - ordered) << 32) | np.uint64(j - lo)
+            got += 1
+    keys.sort()
+    out = np.empty(count, np.int64)
+    for i in range(count):
+        out[i] = np.int64(keys[i] & 0xFFFFFFFF)
+    return out
 
 
 @_jit

@@ -196,15 +196,22 @@ def top_docs(
     return docs[top], scores[top], second[docs[top]], passage
 
 
-def plan_lists(every: F32, starts: I64, budget: int, least: int, most: I64) -> tuple[I64, I64]:
+def plan_cut(every: F32, budget: int) -> float:
+    """The `budget`-th best of `every` (-inf: a budget of all of them; inf: none), as
+    np.partition gives it (NaN counts as the highest): plan_lists' `cut`."""
+    if budget <= 0:
+        return float(np.inf)
+    if budget >= len(every):
+        return float(-np.inf)
+    return float(np.partition(every, len(every) - budget)[len(every) - budget])
+
+
+def plan_lists(every: F32, starts: I64, cut: float, least: int, most: I64) -> tuple[I64, I64]:
     """The probe plan's lists (decision 1303): `every` is each shard's centroid scores one
-    after the other (shard i's from starts[i] to starts[i + 1]); the `budget` best over all of
-    them decide how many lists each shard takes (at least `least`, at most `most[i]`), each its
-    own best, best first, equal scores by list number. (lists of every shard one after the
-    other, how many each shard took)."""
-    cut = -np.inf if budget > 0 else np.inf
-    if 0 < budget < len(every):
-        cut = float(np.partition(every, len(every) - budget)[len(every) - budget])
+    after the other (shard i's from starts[i] to starts[i + 1]); the scores at or above `cut`
+    (plan_cut: the budget-th best over all of them) decide how many lists each shard takes (at
+    least `least`, at most `most[i]`), each its own best, best first, equal scores by list
+    number. (lists of every shard one after the other, how many each shard took)."""
     shards = len(starts) - 1
     counts = np.zeros(shards, np.int64)
     parts = []
