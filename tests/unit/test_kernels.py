@@ -207,6 +207,26 @@ def test_bm25_top_floor_keeps_every_doc_at_or_above_it(compiled: ModuleType, see
     assert fewer  # the floor cut some lists short, and what it kept was the twin's
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_the_pruned_paths_kth_best_is_numpys_partition(compiled: ModuleType, seed: int) -> None:
+    """The pruned path's k-th best lower bound (a heap of the k best, decision 2509) is the
+    value np.partition gives: random, tied and sorted bounds, k from 1 to all of them."""
+    from memlake.search.index.kernels import numba_bm25
+
+    rng = np.random.default_rng(400 + seed)
+    m = [1, 7, 300, 30000][seed % 4]
+    for values in (
+        rng.random(m) + 0.01,
+        rng.integers(1, 5, m) / 4,
+        np.sort(rng.random(m)) + 0.01,
+        np.sort(rng.random(m))[::-1] + 0.01,
+    ):
+        bounds = np.concatenate([values, rng.random(5)]).astype(np.float32)  # past m: ignored
+        for k in {1, min(m, 2), min(m, 30), max(1, m // 2), m}:
+            want = np.partition(bounds[:m], m - k)[m - k]
+            assert numba_bm25._kth_best(bounds, m, k) == want
+
+
 def test_bm25_top_breaks_ties_by_doc(compiled: ModuleType) -> None:
     """Five docs with the same score for three places: the lowest doc numbers, in order."""
     n, docs = 8, np.array([1, 2, 4, 5, 6], np.int32)

@@ -299,7 +299,7 @@ def _pruned(  # type: ignore[no-untyped-def]
                     m += 1
         need = need_floor  # a doc must reach the floor, and the k-th best lower bound
         if m >= k:
-            need = max(need, np.float64(np.partition(bounds[:m], m - k)[m - k]))
+            need = max(need, np.float64(_kth_best(bounds, m, k)))
         cut = need * (1 - SLACK) - left[i + 1]
         if cut <= 0:  # a doc not reached yet could still make the k best
             continue
@@ -324,6 +324,38 @@ def _pruned(  # type: ignore[no-untyped-def]
         return True, top, top_score, top_best, top_passage
     _clear(passages, p_docs, p_lo, p_hi, order, terms - 1)
     return nothing
+
+
+@_jit
+def _kth_best(values, m, k):  # type: ignore[no-untyped-def]
+    """The k-th best of values[:m] (1 <= k <= m), np.partition's, from a heap of the k best:
+    numba's np.partition took ~0.4 ms over 30,000 bounds, this ~0.03 (decision 2509)."""
+    heap = np.empty(k, np.float32)  # its root the worst of the k best so far
+    for i in range(k):
+        heap[i] = values[i]
+    for i in range(k // 2 - 1, -1, -1):
+        _sift_down(heap, i, k)
+    for i in range(k, m):
+        if values[i] > heap[0]:
+            heap[0] = values[i]
+            _sift_down(heap, 0, k)
+    return heap[0]
+
+
+@_jit
+def _sift_down(heap, i, k):  # type: ignore[no-untyped-def]
+    v = heap[i]
+    while True:
+        c = 2 * i + 1
+        if c >= k:
+            break
+        if c + 1 < k and heap[c + 1] < heap[c]:
+            c += 1
+        if heap[c] >= v:
+            break
+        heap[i] = heap[c]
+        i = c
+    heap[i] = v
 
 
 @_jit
