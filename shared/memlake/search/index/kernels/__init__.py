@@ -4,8 +4,8 @@
 numba_bm25, a file of their own: numba caches a function by its file, so a kernel and what it
 calls stay in one) when numba imports and its kernels load, else numpy_twins; both have the
 same functions with the same arguments and give the same results (tests/unit/test_kernels.py
-holds them to it; BM25's compiled passage scores are exact for its top docs only). Which one
-is one setting, MEMLAKE_KERNELS (memlake.config.kernel_settings):
+holds them to it; BM25's compiled kernel may leave out docs below a search's floor, decision
+2509). Which one is one setting, MEMLAKE_KERNELS (memlake.config.kernel_settings):
 
 - "auto" (default): numba when its kernels are in the cache already (`warm` compiled them:
   the image build, infra/setup.sh, `memlake warm-kernels`), so that no request compiles,

@@ -96,16 +96,15 @@ def bm25_top(
     """The k best of a shard's n docs by BM25 (lucene: each term adds idf w[t] times its
     saturated tf), as (docs, their score as a share of the query's `total` idf, their best
     passage's share, that passage (best_passages: -1 when none scored)). Terms' postings are
-    runs lo[t]:hi[t] of
-    (e_docs, e_sat) for episodes and (p_docs, p_sat) for passages; `p_first` is each doc's
-    first passage and the passage count at the end, empty for a format-1 shard (the episode
-    stands for its passages); `p_doc` is each passage's doc (the compiled twin's pruning uses
-    it). `agg`: AGG's code; mix: mix *
-    episode + (1 - mix) * best; top2: best + decay * second best. A doc where `masked` and not
-    mask[d] scores 0. `floor`: the share below which a doc cannot matter to the caller (the
-    k-th best of the shards a search has done, decision 2509): the compiled twin may leave out
-    docs below it, this one gives its k best anyway (the same docs at or above it). `scratch`:
-    zeros the compiled twin may sum passages in (it leaves them zeros); not used here."""
+    runs lo[t]:hi[t] of (e_docs, e_sat) for episodes and (p_docs, p_sat) for passages;
+    `p_first` is each doc's first passage and the passage count at the end, empty for a
+    format-1 shard (the episode stands for its passages); `p_doc` is each passage's doc (the
+    compiled twin's pruning uses it). `agg`: AGG's code; mix: mix * episode + (1 - mix) * best;
+    top2: best + decay * second best. A doc where `masked` and not mask[d] scores 0.
+    `floor`: the share below which a doc cannot matter to the caller (the k-th best of the
+    shards a search has done, decision 2509): the compiled twin may leave out docs below it,
+    this one gives its k best anyway (the same docs at or above it). `scratch`: zeros the
+    compiled twin may sum passages in (it leaves them zeros); not used here."""
     episode = accumulate(n, e_docs, e_sat, e_lo, e_hi, w)
     if len(p_first):
         passages = accumulate(int(p_first[n]), p_docs, p_sat, p_lo, p_hi, w)
