@@ -7,7 +7,8 @@ from ivf.PLAN_INT8_FROM centroids, which a real tenant reaches at ~13k episodes.
 are shrunk in-process as in test_search_cold_ranged (an IVF from 64 rows, 8 a list), so ~50
 episodes of real MiniLM passages make three sealed IVF shards (PQ-coded, as real ones are), and
 the threshold is lowered. The same world shows each row's gain (decision 2508) written through
-/mcp and applied by a fresh server's searches."""
+/mcp and applied by a fresh server's searches, and the BM25 floor across shards (decision 2509)
+given to the shards' kernels with the same answers as without it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from memlake.search.index import ivf, ivf_coarse, ivf_codes
 from memlake.search.index.state import SearchState
+from memlake.search.query import sides
 
 from .conftest import TOKENS
 from .mcp_helpers import connect, run
@@ -107,3 +109,32 @@ def test_row_gains_reach_the_search_through_mcp(
         assert gained[name]["episodes"][0]["id"] == world.ids[NEEDLE]
         assert plain[name]["episodes"][0]["id"] == world.ids[NEEDLE]
     assert gained == plain  # a world this small re-scores every candidate: the same answers
+
+
+def test_the_bm25_floor_answers_through_mcp_as_without_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fresh servers' searches (ranged shards first, then whole ones) give each shard's BM25
+    kernel the floor of the shards done before it, and answer the same ids, scores, breakdowns
+    and passages as searches without a floor. Shards this small always take the kernel's dense
+    path (pruning's lookups would cost more), which gives its k best whatever the floor: that
+    the pruned path cuts lists short below the floor, and only there, is held on shards of 512
+    docs by tests/unit/test_bm25_floor.py."""
+    floors: list[float] = []
+    real = sides.bm25_shard
+
+    def spied(*args: Any) -> Any:
+        floors.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(sides, "bm25_shard", spied)
+    with server(world) as (url, _, _):
+        floored = run(_search_all(url, _queries(world.ids)))
+    assert any(floor > 0 for floor in floors)
+    monkeypatch.setattr(sides.Sides, "_raise_floor", lambda self, scores: None)
+    floors.clear()
+    with server(world) as (url, _, _):
+        plain = run(_search_all(url, _queries(world.ids)))
+    assert floors and not any(floors)
+    assert floored == plain
+    assert floored["needle"]["episodes"][0]["id"] == world.ids[NEEDLE]

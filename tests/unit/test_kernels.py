@@ -152,26 +152,39 @@ def _skewed_case(rng: np.random.Generator, n: int, ties: bool) -> tuple[Any, ...
     return n, *joined(e), *joined(p), w, p_first, _p_doc(p_first)
 
 
+def _skewed_world(rng_seed: int, seed: int) -> tuple[Any, np.ndarray, float]:
+    """A skewed case (3,000 or 8,000 docs, ties every third seed), a mask and the total idf."""
+    rng = np.random.default_rng(rng_seed)
+    case = _skewed_case(rng, [3000, 8000][seed % 2], ties=seed % 3 == 0)
+    mask = rng.random(case[0]) > [0.0, 0.3, 0.9][seed % 3]
+    return case, mask, float(case[9].sum())
+
+
+def _pruned_ran(
+    case: Any, agg: int, total: float, mask: Any, masked: bool, k: int, floor: float
+) -> bool:
+    """Did the pruned path itself give the answer (not the dense one)? It sums passages in
+    zeros it must leave as zeros."""
+    from memlake.search.index.kernels import numba_bm25
+
+    zeros = _zeros(case)
+    tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, floor, zeros)
+    assert not zeros.any()
+    return bool(tried[0])
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_bm25_top_pruned_is_numpys(compiled: ModuleType, seed: int) -> None:
     """Queries whose light terms can be pruned (the compiled twin scores only the docs that
     can make the k best): the same docs, scores and passages as summing every posting."""
-    from memlake.search.index.kernels import numba_bm25
-
-    rng = np.random.default_rng(200 + seed)
-    case = _skewed_case(rng, [3000, 8000][seed % 2], ties=seed % 3 == 0)
-    mask = rng.random(case[0]) > [0.0, 0.3, 0.9][seed % 3]
-    total = float(case[9].sum())
+    case, mask, total = _skewed_world(200 + seed, seed)
     pruned = 0
     for agg in (0, 1, 3):
         for k in (1, 10, 30):
             for masked in (False, True):
                 args = (*case, agg, 0.5, 0.5, total, mask, masked, k, 0.0)
                 same_bm25(numpy_twins.bm25_top(*args), compiled_top(compiled, *args))
-                zeros = _zeros(case)
-                tried = numba_bm25._pruned(*case, agg, 0.5, total, mask, masked, k, 0.0, zeros)
-                assert not zeros.any()  # it summed passages there and left them zeros
-                pruned += bool(tried[0])
+                pruned += _pruned_ran(case, agg, total, mask, masked, k, 0.0)
     assert pruned  # the pruned path ran (and matched), not only the dense one
 
 
@@ -180,12 +193,7 @@ def test_bm25_top_floor_keeps_every_doc_at_or_above_it(compiled: ModuleType, see
     """A search's floor (decision 2509): the compiled twin may leave out docs scoring below
     it, never one at or above it. The docs, scores and passages at or above the floor are the
     twin's; the pruned path takes the floor (it returns fewer docs)."""
-    from memlake.search.index.kernels import numba_bm25
-
-    rng = np.random.default_rng(300 + seed)
-    case = _skewed_case(rng, [3000, 8000][seed % 2], ties=seed % 3 == 0)
-    mask = rng.random(case[0]) > [0.0, 0.3, 0.9][seed % 3]
-    total = float(case[9].sum())
+    case, mask, total = _skewed_world(300 + seed, seed)
     fewer = 0
     for agg in (0, 1, 3):
         for k in (10, 30, 100):
@@ -198,12 +206,8 @@ def test_bm25_top_floor_keeps_every_doc_at_or_above_it(compiled: ModuleType, see
                     got = compiled_top(compiled, *args, floor)
                     keep_w, keep_g = want[1] >= floor, got[1] >= floor
                     same_bm25(tuple(x[keep_w] for x in want), tuple(x[keep_g] for x in got))
-                    zeros = _zeros(case)
-                    tried = numba_bm25._pruned(
-                        *case, agg, 0.5, total, mask, masked, k, floor, zeros
-                    )  # fmt: skip
-                    assert not zeros.any()
-                    fewer += bool(tried[0]) and len(got[0]) < len(want[0])
+                    ran = _pruned_ran(case, agg, total, mask, masked, k, floor)
+                    fewer += ran and len(got[0]) < len(want[0])
     assert fewer  # the floor cut some lists short, and what it kept was the twin's
 
 
