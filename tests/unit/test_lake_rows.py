@@ -68,3 +68,25 @@ def test_the_chunks_are_forgotten_with_their_table() -> None:
     del table
     gc.collect()
     assert key not in rows._CELLS
+
+
+def test_null_cells_are_none_where_a_chunk_has_none_some_or_only_nulls() -> None:
+    """Nulls are read from each chunk's validity, not from a scalar: a chunk with only nulls,
+    one with some (in a slice: its offset counts) and one with none give to_pylist's rows."""
+    only_nulls = pa.table(
+        {
+            "id": ["d", "e"],
+            "content": pa.array([None, None], pa.string()),
+            "tags": pa.array([None, None], pa.list_(pa.string())),
+            "at": pa.array([None, None], pa.timestamp("us", tz="UTC")),
+            "ok": pa.array([None, None], pa.bool_()),
+            "n": pa.array([None, None], pa.int64()),
+        },
+        schema=SCHEMA,
+    )
+    sliced = _table().slice(1, 2)  # starts at a row with nulls, inside the first chunk
+    table = pa.concat_tables([sliced, only_nulls, _table()])
+    want = table.to_pylist()
+    assert [row_at(table, i) for i in range(table.num_rows)] == want
+    assert row_at(table, 2) == {"id": "d", **dict.fromkeys(SCHEMA.names[1:])}
+    assert row_at(table, 0)["content"] is None and row_at(table, 1)["content"] == "é ü"
