@@ -11,11 +11,12 @@ step's matrix product and the compiled kernels release the GIL, so the two sides
 BM25 tasks would only make the threads wait for each other. A vector task gives its shard's
 candidates with their code scores; the thread that completes the last one applies one cutoff
 over all shards and re-scores exactly (`_finish_vectors`, decision 1318), beside the BM25
-tasks when those take longer. Over many shards, a vector task asks an IVF shard for only a
-share of its candidates (`first_share`) and a shard whose every candidate made the cutoff is
-asked again for all of them, so the candidates above the codes' cutoff are those of asking
-every shard whole; the rows re-scored are the best of the candidates given by code score
-times each row's gain (decision 2508).
+tasks when those take longer. Over few shards the cutoff keeps a third of their candidates
+at most (`rescore_across`, decision 2510). Over many shards, a vector task asks an IVF shard
+for only a share of its candidates (`first_share`) and a shard whose every candidate made
+the cutoff is asked again for all of them, so the candidates above the codes' cutoff are
+those of asking every shard whole; the rows re-scored are the best of the candidates given
+by code score times each row's gain (decision 2508).
 BM25 tasks run biggest shard first, each with the floor of the ones done: the cand-th best
 score so far, below which its kernel may leave docs out (decision 2509).
 Ranged shards' postings are read ahead, all at once (decision 1317). With one core the threads
@@ -49,8 +50,13 @@ if TYPE_CHECKING:
 PLAN_ALLOWED = 0.9
 #: pool threads helping searches (each search uses at most one beside its caller's thread)
 HELPERS = 4
-#: rows re-scored across all shards, in one shard's re-score depths (decision 1318)
+#: rows re-scored across all shards, in one shard's re-score depths (decision 1318), but at
+#: most KEEP_SHARE of the shard-worths' depths (at least RESCORE_LEAST): over few shards the
+#: cutoff otherwise keeps most candidates (20k episodes in 12 shard-worths: 2/3), and keeping
+#: a third gave the same hits at 10k and 20k for half the rows re-scored (decision 2510)
 RESCORE_ACROSS = 8
+KEEP_SHARE = 1 / 3
+RESCORE_LEAST = 2
 #: a vector task first asks a shard for this many times its share of the rows re-scored
 #: (`first_share`; k 1,920 -> 480 made faiss's scan of a 32k-doc shard 0.74 -> 0.55 ms)
 FIRST_MARGIN = 2
@@ -99,6 +105,7 @@ class Sides:
         self._vectors_left = 0
         self._left_lock = threading.Lock()
         self._share = 1.0
+        self._across = float(RESCORE_ACROSS)
         self._fetching: dict[int, Future[dict[str, Postings]]] = {}
         self._bm25_best = np.empty(0, np.float32)  # the best BM25 scores so far, up to cand
         self._bm25_floor = 0.0  # their cand-th best: the floor of the next BM25 task (2509)
@@ -123,7 +130,9 @@ class Sides:
         # k best give the next shards a high floor (decision 2509)
         ahead.sort(key=lambda t: (self.shards[t[1]].lazy, -self.shards[t[1]].n))
         self._vector_nos = [no for side, no in tasks if side == "vector"]
-        self._share = first_share([self.shards[no].n for no in self._vector_nos])
+        docs = [self.shards[no].n for no in self._vector_nos]
+        self._share = first_share(docs)
+        self._across = rescore_across(docs)
         self._vectors_left = len(self._vector_nos)
         bm25, vector = _taker(ahead), _taker([("vector", no) for no in self._vector_nos])
         helpers = []
@@ -237,7 +246,7 @@ class Sides:
         # That holds for the codes' own scores; the rows re-scored are then the cutoff's count
         # of the best by gained score (decision 2508) among those given
         partial = [n for n, c in got.items() if c.partial and len(c.coded)]
-        coded = _cutoff(got, gained=False) if partial else np.inf  # (none: no second pass)
+        coded = _cutoff(got, self._across, gained=False) if partial else np.inf  # (none: none)
         again = [n for n in partial if got[n].coded.min() >= coded]
         for no in again:
             deeper = self.shards[no].vector_candidates(
@@ -245,7 +254,7 @@ class Sides:
             )
             assert deeper is not None  # it had candidates before
             got[no] = deeper
-        cutoff = _cutoff(got, gained=True)
+        cutoff = _cutoff(got, self._across, gained=True)
 
         def finish(no: int) -> tuple[Any, ...]:
             shard, c, p = self.shards[no], got[no], self.params
@@ -272,18 +281,28 @@ def first_share(docs: list[int]) -> float:
     these sizes: FIRST_MARGIN x what one cutoff across them keeps of every candidate (each
     shard asks its depth per ivf.weight_of; the cutoff keeps RESCORE_ACROSS such depths), so
     that a shard holds more rows above the cutoff only when they gather in it. 1: all (20k
-    episodes in 12 shard-worths keep 2/3 of them; 300k in ~73, 1/9)."""
+    episodes in 12 shard-worths; 300k in ~73, 16/73). It counts RESCORE_ACROSS depths kept
+    even where `rescore_across` keeps fewer, so small tenants are still asked whole: first
+    asks of 2/3 at 20k cost +0.6 ms, most shards being asked again (decision 2510)."""
     worths = sum(ivf.weight_of(n) for n in docs)
     return min(1.0, FIRST_MARGIN * RESCORE_ACROSS / worths) if worths else 1.0
 
 
-def _cutoff(got: dict[int, Candidates], gained: bool) -> float:
-    """The code score from which candidates are re-scored: the RESCORE_ACROSS x (one shard's
+def rescore_across(docs: list[int]) -> float:
+    """How many shards' re-score depths one cutoff keeps over shards of these sizes:
+    RESCORE_ACROSS, or KEEP_SHARE of their shard-worths (ivf.weight_of) when that is fewer,
+    but not fewer than RESCORE_LEAST."""
+    worths = sum(ivf.weight_of(n) for n in docs)
+    return min(float(RESCORE_ACROSS), max(float(RESCORE_LEAST), KEEP_SHARE * worths))
+
+
+def _cutoff(got: dict[int, Candidates], across: float, gained: bool) -> float:
+    """The code score from which candidates are re-scored: the `across` x (one shard's
     re-score depth)-th best of every shard's (-inf: all of them), by the scores that rank
     them (`gained`) or by the codes' own."""
     codes = [c.scores if gained else c.coded for c in got.values() if c.kind == "codes"]
     every = np.concatenate(codes) if codes else np.empty(0, np.float32)
-    keep = RESCORE_ACROSS * max((c.depth for c in got.values()), default=0)
+    keep = round(across * max((c.depth for c in got.values()), default=0))
     if 0 < keep < len(every):
         return float(np.partition(every, len(every) - keep)[len(every) - keep])
     return -np.inf
