@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -35,6 +35,8 @@ from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
 from memlake.pools import LazyPool
 from memlake.store.base import ObjectStore
+
+T = TypeVar("T")
 
 #: the id index: id -> (seq, segment, row, deleted), plain tuples (RowLocation's fields) because
 #: a NamedTuple per row makes building the index of a large table twice as slow
@@ -257,6 +259,7 @@ class Snapshot:
         #: set when the newest manifest is damaged and this is the newest intact one: (the
         #: damaged version, why); reads use this snapshot, writes are refused
         self.damage: tuple[int, MemlakeError] | None = None
+        self._derived: dict[str, Any] = {}
 
     @property
     def version(self) -> int:
@@ -273,6 +276,15 @@ class Snapshot:
     @property
     def extra(self) -> dict[str, Any]:
         return self.manifest.extra
+
+    def derived(self, key: str, make: Callable[[], T]) -> T:
+        """What `make` derives from this snapshot, made once per `key` while the snapshot is
+        held (its manifest does not change: a search's parsed shard layout, say, which the
+        process's searches share until the next commit; ~0.05-0.09 ms a search at 20k)."""
+        if key not in self._derived:
+            self._derived.setdefault(key, make())  # (two threads may both make it: the same)
+        got: T = self._derived[key]
+        return got
 
     def table(self, name: str) -> TableView:
         with self._lock:

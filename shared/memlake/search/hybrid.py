@@ -71,7 +71,7 @@ def search(
     `params` tunes the ranking and `query_vector` skips embedding the query (benchmarks).
     """
     snap = lake.snapshot(tenant)
-    state = SearchState.from_extra(snap.extra)
+    state = snap.derived("search_state", lambda: SearchState.from_extra(snap.extra))
     if state is None or (allowed_ids is not None and not allowed_ids):
         return []
     use_bm25 = params.weights.get("bm25", 1.0) > 0
@@ -93,9 +93,12 @@ def search(
 
     terms = unique_terms([query]) if use_bm25 else []
     term_ids = [s.term_ids(terms) for s in shards]
-    n_docs = sum(s.n for s in shards)
-    df = sum((s.doc_freqs(t) for s, t in zip(shards, term_ids, strict=True)), np.zeros(len(terms)))
-    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))  # bm25s "lucene" idf, over all shards
+    idf = np.zeros(0)  # (no terms: no BM25 side, and no pass over the shards for it)
+    if terms:
+        n_docs = sum(s.n for s in shards)
+        tids = zip(shards, term_ids, strict=True)
+        df = sum((s.doc_freqs(t) for s, t in tids), np.zeros(len(terms)))
+        idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))  # bm25s "lucene" idf, over all shards
     total_idf = float(idf.sum())
 
     masks = [

@@ -93,16 +93,19 @@ class Found:
         for i in np.unique(part[top]).tolist():
             mine = top[part[top] == i]
             passages[mine] = self.passages_of[i](at[mine])
+        # as Python lists at once: a numpy scalar an entry cost ~0.1 ms of a 20k search
         picked = []
-        for i in top.tolist():
-            shard, d = shards[self.parts[int(part[i])][0]], int(docs[i])
-            picked.append((-float(scores[i]), shard.id_list[d], i, shard, d))
-        for neg, eid, i, shard, d in sorted(picked):
+        columns = (part[top], docs[top], scores[top], raw[top], best[top], passages[top])
+        for row in zip(top.tolist(), *(c.tolist() for c in columns), strict=True):
+            i, p, d, score, raw_i, best_i, passage = row
+            shard = shards[self.parts[p][0]]
+            picked.append((-score, shard.id_list[d], i, shard, d, raw_i, best_i, passage))
+        for neg, eid, _, shard, d, raw_i, best_i, passage in sorted(picked):
             out.ids.append(eid)
             out.scores[eid] = -neg
-            out.raw[eid] = float(raw[i])
-            out.best[eid] = float(best[i])
-            out.passage[eid] = shard.passage_span(int(passages[i]))
+            out.raw[eid] = raw_i
+            out.best[eid] = best_i
+            out.passage[eid] = shard.passage_span(passage)
             out.age[eid] = int(shard.t_end[d])
         return out
 
