@@ -90,3 +90,36 @@ def test_null_cells_are_none_where_a_chunk_has_none_some_or_only_nulls() -> None
     assert [row_at(table, i) for i in range(table.num_rows)] == want
     assert row_at(table, 2) == {"id": "d", **dict.fromkeys(SCHEMA.names[1:])}
     assert row_at(table, 0)["content"] is None and row_at(table, 1)["content"] == "é ü"
+
+
+def test_utc_timestamps_are_pyarrows_own_datetimes() -> None:
+    """A UTC microsecond timestamp is read from its int64 value (no scalar): the datetime
+    as_py gives, with the same tzinfo, in a sliced chunk, at the ends of what a datetime
+    holds and beyond them (as_py's own answer), and a zoned or naive one as before."""
+    low, high = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+    when = [datetime(2026, 11, 27, 8, 30, 1, 234567, tzinfo=UTC), low, high, None]
+    micros = [-(2**62), 2**62]  # outside a datetime's years
+    table = pa.concat_tables(
+        [
+            pa.table({"at": pa.array([None, *when], pa.timestamp("us", tz="UTC"))}).slice(1),
+            pa.table({"at": pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC"))}),
+        ]
+    )
+    for i, want in enumerate(when):
+        got = row_at(table, i)["at"]
+        assert got == want and (want is None or got.tzinfo is table[0][i].as_py().tzinfo)
+        assert got is None or got.isoformat() == table[0][i].as_py().isoformat()
+    for i in (4, 5):
+        with pytest.raises(Exception) as beyond:
+            table[0][i].as_py()
+        with pytest.raises(type(beyond.value)):
+            row_at(table, i)
+    other = pa.table(
+        {
+            "paris": pa.array([when[0]], pa.timestamp("us", tz="Europe/Paris")),
+            "naive": pa.array([when[0].replace(tzinfo=None)], pa.timestamp("us")),
+            "ms": pa.array([when[0]], pa.timestamp("ms", tz="UTC")),
+        }
+    )
+    assert row_at(other, 0) == other.to_pylist()[0]
+    assert row_at(other, 0)["paris"].utcoffset() == other[0][0].as_py().utcoffset()
