@@ -21,6 +21,11 @@
     best vector).
   --maintain first runs the scheduled maintenance pass on the tenant (shard merges, when the
   policy has them), so the layout maintenance leaves is what is measured.
+- pair DIR --b MODULE.NAME=VALUE ...: a paired A/B of search settings, each question both ways
+  back to back in alternating order, each right after a numpy pass: A the defaults, B with
+  the settings given (MODULE one of SETTING_MODULES, say `sides.KEEP_SHARE=1e9`). It prints
+  both alternating p50s, the median paired difference, the share of questions with the same
+  top 10 and each side's recall@10.
 """
 
 from __future__ import annotations
@@ -147,6 +152,80 @@ def run(root: Path, queries: int, maintain: bool, cache_bytes: int | None) -> No
     print("RESULT " + json.dumps(out), flush=True)
 
 
+#: the modules whose settings `pair` may set
+SETTING_MODULES = {
+    "sides": "memlake.search.query.sides",
+    "ivf": "memlake.search.index.ivf",
+    "shard_vectors": "memlake.search.index.shard_vectors",
+}
+
+
+def pair(root: Path, queries: int, settings_b: list[str]) -> None:
+    import importlib
+
+    flat = np.load(root / "vectors.npy")
+    ids = json.loads((root / "ids.json").read_text())
+    lake = bare_lake(LocalStore(root))
+    settings = Settings(data_dir=root)
+    svc = Searcher(
+        settings, embedder=MiniLMEmbedder.shared(), cache_bytes=settings.shard_cache_bytes
+    )
+    changes = []
+    for item in settings_b:
+        name, value = item.split("=", 1)
+        module, attr = name.split(".", 1)
+        target = importlib.import_module(SETTING_MODULES[module])
+        changes.append(
+            (target, attr, getattr(target, attr), type(getattr(target, attr))(float(value)))
+        )
+
+    def side(b: bool) -> None:
+        for target, attr, default, changed in changes:
+            setattr(target, attr, changed if b else default)
+
+    def one(q: np.ndarray) -> tuple[float, list[str]]:
+        t0 = time.perf_counter()
+        hits = search(
+            lake, svc, scale_tenant.TENANT, query="", limit=10, recency=False,
+            query_vector=q, params=VEC,
+        )  # fmt: skip
+        return (time.perf_counter() - t0) * 1000, [h.id for h in hits]
+
+    out: dict[str, Any] = {"b": settings_b}
+    for kind in ("real", "mixed"):
+        q = np.load(root / f"queries-{kind}.npy")[:queries]
+        truth = exact_top(q, flat)
+        for b in (False, True, False):  # warm both ways (the first pass adds lists to FAISS)
+            side(b)
+            for row in q:
+                one(row)
+        svc.shards.wait_promotions()
+        took: dict[bool, list[float]] = {False: [], True: []}
+        same, recall = 0, {False: 0.0, True: 0.0}
+        for i, row in enumerate(q):
+            got = {}
+            for b in (False, True) if i % 2 == 0 else (True, False):
+                side(b)
+                (flat @ row).reshape(-1, PER).max(axis=1)  # the numpy pass: caches cold
+                ms, got[b] = one(row)
+                took[b].append(ms)
+                recall[b] += len({ids[e] for e in truth[i].tolist()} & set(got[b])) / 10
+            same += got[False] == got[True]
+        side(False)
+        a_ms, b_ms = np.asarray(took[False]), np.asarray(took[True])
+        out[kind] = {
+            "alternating_p50_ms": [
+                round(float(np.median(a_ms)), 3),
+                round(float(np.median(b_ms)), 3),
+            ],
+            "paired_diff_ms": round(float(np.median(b_ms - a_ms)), 3),
+            "same_top10": f"{same}/{len(q)}",
+            "recall@10": [round(recall[False] / len(q), 4), round(recall[True] / len(q), 4)],
+        }
+        print(kind, json.dumps(out[kind]), flush=True)
+    print("RESULT " + json.dumps(out), flush=True)
+
+
 def _maintain(lake: Any, svc: Searcher, settings: Settings) -> None:
     from memlake.maintenance import maintain_tenant, maintenance_policy
     from tests.wiring import services_for
@@ -168,9 +247,15 @@ def main() -> None:
     r.add_argument("--queries", type=int, default=200)
     r.add_argument("--maintain", action="store_true")
     r.add_argument("--cache-bytes", type=int, default=None, help="default: the server's")
+    p = sub.add_parser("pair")
+    p.add_argument("dir", type=Path)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--b", nargs="+", required=True, help="MODULE.NAME=VALUE settings of B")
     args = ap.parse_args()
     if args.cmd == "build":
         build(args.dir, args.size)
+    elif args.cmd == "pair":
+        pair(args.dir, args.queries, args.b)
     else:
         run(args.dir, args.queries, args.maintain, args.cache_bytes)
 
