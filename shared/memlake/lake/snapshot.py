@@ -280,7 +280,8 @@ class Snapshot:
     def derived(self, key: str, make: Callable[[], T]) -> T:
         """What `make` derives from this snapshot, made once per `key` while the snapshot is
         held (its manifest does not change: a search's parsed shard layout, say, which the
-        process's searches share until the next commit; ~0.05-0.09 ms a search at 20k)."""
+        process's searches share until the next commit; ~0.05-0.09 ms a search at 20k). The
+        value is shared between threads: its users only read it."""
         if key not in self._derived:
             self._derived.setdefault(key, make())  # (two threads may both make it: the same)
         got: T = self._derived[key]

@@ -235,7 +235,7 @@ class Sides:
         )
 
     def _finish_vectors(self, nos: list[int], done: dict[Task, Any]) -> None:
-        """The second step: one cutoff over every shard's code scores, the RESCORE_ACROSS x
+        """The second step: one cutoff over every shard's code scores, the `rescore_across` x
         (one shard's re-score depth)-th best, and each shard's candidates from it re-scored
         and grouped into docs (ranged shards in parallel: their rows are read by ranges)."""
         got = {no: c for no in nos if (c := done[("vector", no)]) is not None}
@@ -283,7 +283,7 @@ def first_share(docs: list[int]) -> float:
     that a shard holds more rows above the cutoff only when they gather in it. 1: all (20k
     episodes in 12 shard-worths; 300k in ~73, 16/73). It counts RESCORE_ACROSS depths kept
     even where `rescore_across` keeps fewer, so small tenants are still asked whole: first
-    asks of 2/3 at 20k cost +0.6 ms, most shards being asked again (decision 2510)."""
+    asks of 2/3 at 20k cost +0.6-0.75 ms, paired (decision 2510)."""
     worths = sum(ivf.weight_of(n) for n in docs)
     return min(1.0, FIRST_MARGIN * RESCORE_ACROSS / worths) if worths else 1.0
 
