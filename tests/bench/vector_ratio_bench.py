@@ -89,14 +89,21 @@ def exact_top(q: np.ndarray, flat: np.ndarray, k: int = 10) -> np.ndarray:
     return np.asarray(out)
 
 
-def run(root: Path, queries: int, maintain: bool, cache_bytes: int | None) -> None:
+def _opened(root: Path, cache_bytes: int | None) -> tuple[Any, ...]:
+    """A kept tenant's vectors, episode ids, lake, settings, warm-able Searcher (with the
+    server's shard cache, or `cache_bytes`) and that cache's bytes."""
     flat = np.load(root / "vectors.npy")
     ids = json.loads((root / "ids.json").read_text())
-    texts = json.loads((root / "texts.json").read_text())
     lake = bare_lake(LocalStore(root))
     settings = Settings(data_dir=root)
     cache = settings.shard_cache_bytes if cache_bytes is None else cache_bytes
     svc = Searcher(settings, embedder=MiniLMEmbedder.shared(), cache_bytes=cache)
+    return flat, ids, lake, settings, svc, cache
+
+
+def run(root: Path, queries: int, maintain: bool, cache_bytes: int | None) -> None:
+    flat, ids, lake, settings, svc, cache = _opened(root, cache_bytes)
+    texts = json.loads((root / "texts.json").read_text())
     if maintain:
         _maintain(lake, svc, settings)
     state = SearchState.from_extra(lake.snapshot(scale_tenant.TENANT).extra)
@@ -163,13 +170,7 @@ SETTING_MODULES = {
 def pair(root: Path, queries: int, settings_b: list[str]) -> None:
     import importlib
 
-    flat = np.load(root / "vectors.npy")
-    ids = json.loads((root / "ids.json").read_text())
-    lake = bare_lake(LocalStore(root))
-    settings = Settings(data_dir=root)
-    svc = Searcher(
-        settings, embedder=MiniLMEmbedder.shared(), cache_bytes=settings.shard_cache_bytes
-    )
+    flat, ids, lake, _, svc, _ = _opened(root, None)
     changes = []
     for item in settings_b:
         name, value = item.split("=", 1)

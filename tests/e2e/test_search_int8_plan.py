@@ -7,8 +7,10 @@ from ivf.PLAN_INT8_FROM centroids, which a real tenant reaches at ~13k episodes.
 are shrunk in-process as in test_search_cold_ranged (an IVF from 64 rows, 8 a list), so ~50
 episodes of real MiniLM passages make three sealed IVF shards (PQ-coded, as real ones are), and
 the threshold is lowered. The same world shows each row's gain (decision 2508) written through
-/mcp and applied by a fresh server's searches, and the BM25 floor across shards (decision 2509)
-given to the shards' kernels with the same answers as without it."""
+/mcp and applied by a fresh server's searches, the BM25 floor across shards (decision 2509)
+given to the shards' kernels with the same answers as without it, the re-score's cutoff over
+few shards (decision 2510) keeping its share of the candidates, and the hits' rows read without
+pyarrow scalars for null cells and UTC timestamps giving the same tool output."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from memlake.lake import rows
 from memlake.search.index import ivf, ivf_coarse, ivf_codes
+from memlake.search.index.shard import Shard
 from memlake.search.index.state import SearchState
 from memlake.search.query import sides
 
@@ -138,3 +142,61 @@ def test_the_bm25_floor_answers_through_mcp_as_without_it(
     assert floors and not any(floors)
     assert floored == plain
     assert floored["needle"]["episodes"][0]["id"] == world.ids[NEEDLE]
+
+
+def test_the_cutoff_over_few_shards_keeps_its_share_through_mcp(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh server's searches over the few shards written through /mcp re-score only the
+    candidates at or above a cutoff of `rescore_across` depths (decision 2510): fewer rows
+    than the 8 depths before it, which kept every candidate of a world this small, and the
+    needle first either way. KEEP_SHARE is lowered so that the cutoff bites on shards this
+    small (their depths are a few rows)."""
+    kept: list[tuple[int, int]] = []  # (rows at or above the cutoff, all code candidates)
+    real = Shard.vector_finish
+
+    def spied(self: Shard, c: Any, k: int, cutoff: float) -> Any:
+        if c.kind == "codes":
+            kept.append((int((c.scores >= cutoff).sum()), len(c.scores)))
+        return real(self, c, k, cutoff)
+
+    monkeypatch.setattr(Shard, "vector_finish", spied)
+    monkeypatch.setattr(sides, "RESCORE_LEAST", 0.5)
+    monkeypatch.setattr(sides, "KEEP_SHARE", 0.2)
+    with server(world) as (url, _, _):
+        shared = run(_search_all(url, _queries(world.ids)))
+    assert kept and sum(a for a, _ in kept) < sum(n for _, n in kept)
+    kept.clear()
+    monkeypatch.setattr(sides, "KEEP_SHARE", 1e9)  # 8 depths: every candidate here
+    with server(world) as (url, _, _):
+        whole = run(_search_all(url, _queries(world.ids)))
+    assert kept and all(a == n for a, n in kept)
+    for name in ("needle", "meaning"):
+        assert shared[name]["episodes"][0]["id"] == world.ids[NEEDLE]
+        assert whole[name]["episodes"][0]["id"] == world.ids[NEEDLE]
+
+
+def test_the_hits_rows_are_the_same_without_the_row_shortcuts(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search results a client receives through /mcp (their times, text and every other
+    field of the hits' rows) are the same whether a row's null cells and UTC timestamps are
+    read from the chunks' validity and int64 values or by pyarrow's scalars."""
+    read: list[int] = []
+    real = rows._micros
+
+    def counted(chunk: Any) -> Any:
+        got = real(chunk)
+        read.append(got is not None)
+        return got
+
+    monkeypatch.setattr(rows, "_micros", counted)
+    with server(world) as (url, _, _):
+        fast = run(_search_all(url, _queries(world.ids)))
+    assert any(read)  # the episodes' UTC timestamp columns took the shortcut
+    monkeypatch.setattr(rows, "_micros", lambda chunk: None)
+    monkeypatch.setattr(rows, "_validity", lambda chunk: None)
+    with server(world) as (url, _, _):
+        scalars = run(_search_all(url, _queries(world.ids)))
+    assert fast == scalars
+    assert all(hit["created_at"] for got in fast.values() for hit in got["episodes"])
