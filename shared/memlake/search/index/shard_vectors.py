@@ -55,6 +55,10 @@ class Candidates:
     #: the code scores as the codes give them, best first (`scores` are times each row's
     #: gain where the shard has them, decision 2508; None: the same as `scores`)
     codes: F32 | None = None
+    #: the candidates re-scored before the cutoff across shards (`rescore_early`): which of
+    #: `rows` (a mask) and their exact scores, in that order (None: none yet)
+    early: Any = None
+    early_exact: F32 | None = None
 
     @property
     def coded(self) -> F32:
@@ -87,6 +91,11 @@ class ShardVectors:
             return None, None, None, allowed
         params, keep = vector_scan.row_filter(rows_mask)
         return params, keep, rows_mask, allowed
+
+    def depth_most(self, k: int) -> int:
+        """The most candidates `vector_candidates` counts in one shard's re-score depth for k
+        docs (Candidates.depth: at most this, whatever the filter and the shard)."""
+        return k * ROWS_PER_DOC_WANTED * RESCORE
 
     def _weighted(self, depth: int, allowed: int) -> int:
         """Candidates an IVF shard takes from its codes: `depth` for each tier-2 shard's worth
@@ -152,10 +161,22 @@ class ShardVectors:
                 want = min(c.allowed, want * 4)
         else:
             rows = c.rows[take]
-            top = self._top_docs(rows, vector_scan.exact_scores(rows, self.vectors, c.q), c.want, k)
+            if c.early_exact is not None and not (take & ~c.early).any():  # all early
+                exact = c.early_exact[take[c.early]]
+            else:
+                exact = vector_scan.exact_scores(rows, self.vectors, c.q)
+            top = self._top_docs(rows, exact, c.want, k)
         if len(top[0]) < k and c.want < c.allowed and take.all():
             return None
         return top
+
+    def rescore_early(self, c: Candidates, bound: float) -> None:
+        """Re-score now the candidates whose score is at least `bound`, a score at or below
+        the cutoff that one search's shards will share (memlake.search.query.sides, decision
+        2511): `vector_finish` then takes their exact scores instead of gathering the rows."""
+        early = c.scores >= bound
+        c.early_exact = vector_scan.exact_scores(c.rows[early], self.vectors, c.q)
+        c.early = early
 
     def vector_top(self, query: F32, mask: Any, k: int, probes: ivf.Probes | None = None) -> DocTop:
         """The k docs whose best row is closest to `query`, among `mask`, searching this shard

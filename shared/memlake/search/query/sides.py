@@ -38,7 +38,7 @@ from memlake.pools import LazyPool
 from memlake.search.index import ivf
 from memlake.search.index.shard import Shard
 from memlake.search.index.shard_source import Postings
-from memlake.search.index.shard_vectors import Candidates
+from memlake.search.index.shard_vectors import Candidates, DocTop
 from memlake.search.query.fusion import cosine_score
 from memlake.search.query.retrieve import Found, bm25_shard
 
@@ -60,6 +60,11 @@ RESCORE_LEAST = 2
 #: a vector task first asks a shard for this many times its share of the rows re-scored
 #: (`first_share`; k 1,920 -> 480 made faiss's scan of a 32k-doc shard 0.74 -> 0.55 ms)
 FIRST_MARGIN = 2
+#: a vector task re-scores a shard held whole that alone gives as many code candidates as
+#: the cutoff across shards can keep, down to its own such candidate, on its thread: the
+#: re-score after the cutoff, on one thread, then only groups them (decision 2511; False:
+#: every candidate is re-scored after the cutoff, as before)
+RESCORE_EARLY = True
 
 Task = tuple[str, int]  # ("bm25" | "vector", shard number)
 
@@ -230,9 +235,16 @@ class Sides:
         if plan is not None and not len(plan):
             return None  # none of the globally best lists is this shard's (decision 1303)
         assert self.qvec is not None  # vector tasks exist only with a query vector
-        return self.shards[no].vector_candidates(
-            self.qvec, self.masks[no], self.cand, plan, self._share
-        )
+        shard = self.shards[no]
+        got = shard.vector_candidates(self.qvec, self.masks[no], self.cand, plan, self._share)
+        if RESCORE_EARLY and got is not None and got.kind == "codes" and not shard.lazy:
+            # the cutoff keeps at most `keep` of all candidates, so it is at or above the
+            # keep-th best of any shard's: from there on, rows are re-scored whatever it is
+            keep = round(self._across * shard.depth_most(self.cand))
+            if 0 < keep <= len(got.scores):
+                at = len(got.scores) - keep
+                shard.rescore_early(got, float(np.partition(got.scores, at)[at]))
+        return got
 
     def _finish_vectors(self, nos: list[int], done: dict[Task, Any]) -> None:
         """The second step: one cutoff over every shard's code scores, the `rescore_across` x
@@ -256,24 +268,41 @@ class Sides:
             got[no] = deeper
         cutoff = _cutoff(got, self._across, gained=True)
 
-        def finish(no: int) -> tuple[Any, ...]:
-            shard, c, p = self.shards[no], got[no], self.params
+        def finish(no: int) -> DocTop:
+            shard, c = self.shards[no], got[no]
             top = shard.vector_finish(c, self.cand, cutoff)
             if top is None:  # too few docs: this shard searched alone, deeper
                 top = shard.vector_top(c.q[0], self.masks[no], self.cand, self.plans.get(no))
-            docs, sims, second, passages = top
-            norm = cosine_score(sims, p.cos_floor)
-            if p.vec_agg == "top2":
-                norm = np.minimum(1.0, norm + p.agg_decay * cosine_score(second, p.cos_floor))
-            return docs, norm, sims, passages, norm
+            return top
 
+        tops: dict[int, DocTop] = {}
         ranged = [no for no in got if self.shards[no].lazy]
         if len(ranged) > 1:
-            for no, top in zip(ranged, _PREFETCH.get().map(finish, ranged), strict=True):
-                done[("vector", no)] = top
+            tops.update(zip(ranged, _PREFETCH.get().map(finish, ranged), strict=True))
         for no in got:
-            if not (len(ranged) > 1 and self.shards[no].lazy):
-                done[("vector", no)] = finish(no)
+            if no not in tops:
+                tops[no] = finish(no)
+        for no, top in _scored(tops, self.params).items():
+            done[("vector", no)] = top
+
+
+def _scored(tops: dict[int, DocTop], p: SearchParams) -> dict[int, tuple[Any, ...]]:
+    """Each shard's (docs, score, best cosine, passages, score): the docs' cosines mapped to
+    0..1 (cosine_score, `vec_agg` top2 adding the second best's share), for every shard at
+    once (a numpy call a shard costs microseconds more after a pass over memory than warm)."""
+    if not tops:
+        return {}
+    sims = np.concatenate([top[1] for top in tops.values()])
+    norm = cosine_score(sims, p.cos_floor)
+    if p.vec_agg == "top2":
+        second = np.concatenate([top[2] for top in tops.values()])
+        norm = np.minimum(1.0, norm + p.agg_decay * cosine_score(second, p.cos_floor))
+    out, at = {}, 0
+    for no, (docs, best, _, passages) in tops.items():
+        end = at + len(docs)
+        out[no] = (docs, norm[at:end], best, passages, norm[at:end])
+        at = end
+    return out
 
 
 def first_share(docs: list[int]) -> float:
