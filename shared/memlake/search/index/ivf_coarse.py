@@ -86,7 +86,8 @@ def query16(q: F32) -> tuple[Any, float]:
     q64 = q.astype(np.float64)
     top = float(np.abs(q64).max()) if dim else 0.0
     scale = top / most if top > 0 else 1.0
-    return np.clip(np.rint(q64 / scale), -most, most).astype(np.int16), scale
+    q16 = np.minimum(np.maximum(np.rint(q64 / scale), -most), most)  # np.clip's values
+    return q16.astype(np.int16), scale
 
 
 def scores(quantised: Sequence[Quantised], q: F32) -> list[F32]:

@@ -122,7 +122,8 @@ def bm25_share(score: Any, total_idf: float) -> Any:
 def cosine_score(cos: Any, floor: float) -> Any:
     """Cosines mapped to 0..1 from `floor` (what unrelated texts reach) up: (cos - c0) / (1 - c0),
     clipped; a theoretical normalisation like bm25_share (a number or a numpy array)."""
-    return np.clip((cos - np.float32(floor)) / np.float32(1.0 - floor), 0.0, 1.0)
+    # np.minimum / np.maximum: np.clip's values, without its three Python-level wrappers
+    return np.minimum(np.maximum((cos - np.float32(floor)) / np.float32(1.0 - floor), 0.0), 1.0)
 
 
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
