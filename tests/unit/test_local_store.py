@@ -64,12 +64,23 @@ def test_exactly_one_of_many_racing_creators_wins(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["../x", "a/../../x", "/etc/passwd", "a//b", "", "a/./b", "x/.tmp-1"]
+    "key", ["../x", "a/../../x", "/etc/passwd", "a//b", "", "a/./b", "x/.tmp-1", "a/b\0c"]
 )
 def test_keys_cannot_escape_the_root(tmp_path: Path, key: str) -> None:
     store = LocalStore(tmp_path / "root")
     with pytest.raises(InvalidArgument):
         store.put(key, b"x")
+    with pytest.raises(InvalidArgument):  # exists() joins the key as a string (no pathlib)
+        store.exists(key)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "root" / "x").exists()
+
+
+def test_exists_finds_objects_and_not_folders(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.put("tenants/t/manifest/1.json", b"{}")
+    assert store.exists("tenants/t/manifest/1.json")
+    assert not store.exists("tenants/t/manifest/2.json")
+    assert not store.exists("tenants/t/manifest")  # a folder is not an object
 
 
 def _leftover(directory: Path, name: str, age_seconds: float) -> Path:

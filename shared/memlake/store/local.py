@@ -94,15 +94,20 @@ class LocalStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root = str(self.root)
 
     def _path(self, key: str) -> Path:
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
+        """The object's file under the root. A key is names joined by "/", none of them empty,
+        "." or "..", so the file cannot be outside the root (as a string: pathlib's joins and
+        parent checks cost ~0.1 ms of a search's manifest check after a pass over memory)."""
         parts = key.split("/")
-        if not key or any(p in ("", ".", "..") or p.startswith(_TMP_PREFIX) for p in parts):
+        bad = any(p in ("", ".", "..") or p.startswith(_TMP_PREFIX) for p in parts)
+        if not key or bad or "\0" in key:
             raise InvalidArgument(f"invalid object key {key!r}")
-        path = self.root.joinpath(*parts)
-        if self.root not in path.parents:
-            raise InvalidArgument(f"object key {key!r} escapes the store")
-        return path
+        return os.path.join(self._root, key)
 
     def get(self, key: str) -> bytes:
         try:
@@ -133,7 +138,7 @@ class LocalStore:
             raise ObjectNotFound(f"no object {key}") from e
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        return os.path.isfile(self._file(key))
 
     def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
         path = self._path(key)
