@@ -21,6 +21,10 @@
     best vector).
   --maintain first runs the scheduled maintenance pass on the tenant (shard merges, when the
   policy has them), so the layout maintenance leaves is what is measured.
+- versus DIR --a TREE --b TREE: two checkouts paired (say a git worktree of main and a copy of
+  a change), a worker process each (`serve`) loading the tenant with that tree's memlake, each
+  question asked of both in alternating order, each right after the worker's numpy pass,
+  one worker idle while the other runs: the numbers `pair` gives, across versions of the code.
 - pair DIR --b MODULE.NAME=VALUE ...: a paired A/B of search settings, each question both ways
   back to back in alternating order, each right after a numpy pass: A the defaults, B with
   the settings given (MODULE one of SETTING_MODULES, say `sides.KEEP_SHARE=1e9`). It prints
@@ -227,6 +231,98 @@ def pair(root: Path, queries: int, settings_b: list[str]) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def serve(root: Path, queries: int) -> None:
+    """`versus`'s worker: warm, then one search after a numpy pass per line of stdin."""
+    from memlake.search.index import kernels
+
+    flat, ids, lake, _, svc, _ = _opened(root, None)
+    kernels.wait()
+    asked = {kind: np.load(root / f"queries-{kind}.npy")[:queries] for kind in ("real", "mixed")}
+
+    def one(q: np.ndarray) -> tuple[float, list[str]]:
+        t0 = time.perf_counter()
+        hits = search(
+            lake, svc, scale_tenant.TENANT, query="", limit=10, recency=False,
+            query_vector=q, params=VEC,
+        )  # fmt: skip
+        return (time.perf_counter() - t0) * 1000, [h.id for h in hits]
+
+    for q in asked.values():
+        for _ in range(3):  # the first pass adds the lists it probes to FAISS
+            for row in q:
+                one(row)
+    svc.shards.wait_promotions()
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        q = asked[ask["kind"]][ask["i"]]
+        (flat @ q).reshape(-1, PER).max(axis=1)  # the numpy pass: caches cold
+        ms, got = one(q)
+        print(json.dumps({"ms": ms, "ids": got}), flush=True)
+
+
+def versus(root: Path, queries: int, trees: dict[str, Path]) -> None:
+    """Two checkouts' searches paired: a worker process each (`serve`, PYTHONPATH at the
+    tree's shared/), each question to both in alternating order, one waiting while the
+    other runs; p50s, the median paired difference (b - a), same top 10s, recall."""
+    import os
+    import subprocess
+
+    flat = np.load(root / "vectors.npy", mmap_mode="r")
+    ids = json.loads((root / "ids.json").read_text())
+    workers = {}
+    try:
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": str(tree.resolve() / "shared")}
+            cmd = [sys.executable, __file__, "serve", str(root), "--queries", str(queries)]
+            workers[name] = subprocess.Popen(
+                cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+        for worker in workers.values():
+            assert worker.stdout is not None
+            json.loads(worker.stdout.readline())  # ready
+
+        def ask(name: str, kind: str, i: int) -> dict[str, Any]:
+            worker = workers[name]
+            assert worker.stdin is not None and worker.stdout is not None
+            worker.stdin.write(json.dumps({"kind": kind, "i": i}) + "\n")
+            worker.stdin.flush()
+            got: dict[str, Any] = json.loads(worker.stdout.readline())
+            return got
+
+        out: dict[str, Any] = {"trees": {n: str(t) for n, t in trees.items()}}
+        for kind in ("real", "mixed"):
+            q = np.load(root / f"queries-{kind}.npy")[:queries]
+            truth = exact_top(q, np.asarray(flat))
+            took: dict[str, list[float]] = {"a": [], "b": []}
+            same, recall = 0, {"a": 0.0, "b": 0.0}
+            for i in range(len(q)):
+                got = {n: ask(n, kind, i) for n in (("a", "b") if i % 2 == 0 else ("b", "a"))}
+                want = {ids[e] for e in truth[i].tolist()}
+                for n, g in got.items():
+                    took[n].append(g["ms"])
+                    recall[n] += len(want & set(g["ids"])) / 10
+                same += got["a"]["ids"] == got["b"]["ids"]
+            a_ms, b_ms = np.asarray(took["a"]), np.asarray(took["b"])
+            out[kind] = {
+                "alternating_p50_ms": [
+                    round(float(np.median(a_ms)), 3),
+                    round(float(np.median(b_ms)), 3),
+                ],
+                "paired_diff_ms": round(float(np.median(b_ms - a_ms)), 3),
+                "same_top10": f"{same}/{len(q)}",
+                "recall@10": [round(recall["a"] / len(q), 4), round(recall["b"] / len(q), 4)],
+            }
+            print(kind, json.dumps(out[kind]), flush=True)
+        print("RESULT " + json.dumps(out), flush=True)
+    finally:
+        for worker in workers.values():
+            if worker.stdin is not None:
+                worker.stdin.close()
+            worker.terminate()
+            worker.wait(timeout=60)
+
+
 def _maintain(lake: Any, svc: Searcher, settings: Settings) -> None:
     from memlake.maintenance import maintain_tenant, maintenance_policy
     from tests.wiring import services_for
@@ -252,8 +348,20 @@ def main() -> None:
     p.add_argument("dir", type=Path)
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--b", nargs="+", required=True, help="MODULE.NAME=VALUE settings of B")
+    v = sub.add_parser("versus")
+    v.add_argument("dir", type=Path)
+    v.add_argument("--queries", type=int, default=200)
+    v.add_argument("--a", type=Path, required=True, help="a checkout (its shared/ is used)")
+    v.add_argument("--b", type=Path, required=True, help="another checkout")
+    w = sub.add_parser("serve")
+    w.add_argument("dir", type=Path)
+    w.add_argument("--queries", type=int, default=200)
     args = ap.parse_args()
-    if args.cmd == "build":
+    if args.cmd == "versus":
+        versus(args.dir, args.queries, {"a": args.a, "b": args.b})
+    elif args.cmd == "serve":
+        serve(args.dir, args.queries)
+    elif args.cmd == "build":
         build(args.dir, args.size)
     elif args.cmd == "pair":
         pair(args.dir, args.queries, args.b)
