@@ -9,8 +9,10 @@ episodes of real MiniLM passages make three sealed IVF shards (PQ-coded, as real
 the threshold is lowered. The same world shows each row's gain (decision 2508) written through
 /mcp and applied by a fresh server's searches, the BM25 floor across shards (decision 2509)
 given to the shards' kernels with the same answers as without it, the re-score's cutoff over
-few shards (decision 2510) keeping its share of the candidates, and the hits' rows read without
-pyarrow scalars for null cells and UTC timestamps giving the same tool output."""
+few shards (decision 2510) keeping its share of the candidates, a shard's candidates
+re-scored early on its task's thread (decision 2511) with the same answers, and the hits'
+rows read without pyarrow scalars for null cells and UTC timestamps giving the same tool
+output."""
 
 from __future__ import annotations
 
@@ -174,6 +176,40 @@ def test_the_cutoff_over_few_shards_keeps_its_share_through_mcp(
     for name in ("needle", "meaning"):
         assert shared[name]["episodes"][0]["id"] == world.ids[NEEDLE]
         assert whole[name]["episodes"][0]["id"] == world.ids[NEEDLE]
+
+
+def test_the_early_re_score_answers_through_mcp_as_without_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh server's searches re-score a shard held whole on its vector task's thread when
+    it alone gives as many code candidates as the cutoff keeps (decision 2511), and a client
+    gets the same search results, scores and passages included, as with every candidate
+    re-scored after the cutoff. The cutoff keeps half a shard's depth here, so that shards
+    this small qualify."""
+    early: list[int] = []
+    real = Shard.rescore_early
+
+    def spied(self: Shard, c: Any, bound: float) -> None:
+        real(self, c, bound)
+        early.append(int(c.early.sum()))
+
+    monkeypatch.setattr(Shard, "rescore_early", spied)
+    monkeypatch.setattr(sides, "RESCORE_LEAST", 0.5)
+    monkeypatch.setattr(sides, "KEEP_SHARE", 0.0)
+    queries = _queries(world.ids)
+    with server(world) as (url, services, _):
+        run(_search_all(url, queries))  # the shards are read by ranges first, then held whole
+        services.search.shards.wait_promotions()
+        before = len(early)
+        at_once = run(_search_all(url, queries))
+    assert len(early) > before  # whole shards re-scored early
+    monkeypatch.setattr(sides, "RESCORE_EARLY", False)
+    with server(world) as (url, services, _):
+        run(_search_all(url, queries))
+        services.search.shards.wait_promotions()
+        after = run(_search_all(url, queries))
+    assert at_once == after
+    assert at_once["needle"]["episodes"][0]["id"] == world.ids[NEEDLE]
 
 
 def test_the_hits_rows_are_the_same_without_the_row_shortcuts(
