@@ -12,11 +12,14 @@ BM25 tasks would only make the threads wait for each other. A vector task gives 
 candidates with their code scores; the thread that completes the last one applies one cutoff
 over all shards and re-scores exactly (`_finish_vectors`, decision 1318), beside the BM25
 tasks when those take longer. Over few shards the cutoff keeps a third of their candidates
-at most (`rescore_across`, decision 2510). Over many shards, a vector task asks an IVF shard
-for only a share of its candidates (`first_share`) and a shard whose every candidate made
-the cutoff is asked again for all of them, so the candidates above the codes' cutoff are
-those of asking every shard whole; the rows re-scored are the best of the candidates given
-by code score times each row's gain (decision 2508).
+at most (`rescore_across`, decision 2510). A shard held whole that alone gives as many code
+candidates as the cutoff can keep is re-scored in its own task, from its own such candidate
+on (`RESCORE_EARLY`, decision 2511): the cutoff is never below that, so the step after it,
+on one thread while the other waits, only groups those rows. Over many shards, a vector
+task asks an IVF shard for only a share of its candidates (`first_share`) and a shard whose
+every candidate made the cutoff is asked again for all of them, so the candidates above the
+codes' cutoff are those of asking every shard whole; the rows re-scored are the best of the
+candidates given by code score times each row's gain (decision 2508).
 BM25 tasks run biggest shard first, each with the floor of the ones done: the cand-th best
 score so far, below which its kernel may leave docs out (decision 2509).
 Ranged shards' postings are read ahead, all at once (decision 1317). With one core the threads
