@@ -163,6 +163,30 @@ def run(root: Path, queries: int, maintain: bool, cache_bytes: int | None) -> No
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def _timed(lake: Any, svc: Searcher, q: np.ndarray) -> tuple[float, list[str]]:
+    """One vector-only search of `q` (`pair`'s and `serve`'s): its ms and its hits' ids."""
+    t0 = time.perf_counter()
+    hits = search(
+        lake, svc, scale_tenant.TENANT, query="", limit=10, recency=False,
+        query_vector=q, params=VEC,
+    )  # fmt: skip
+    return (time.perf_counter() - t0) * 1000, [h.id for h in hits]
+
+
+def _paired(
+    a: list[float], b: list[float], same: int, recall_a: float, recall_b: float, n: int
+) -> dict[str, Any]:
+    """`pair`'s and `versus`'s summary of one query kind: both p50s, the median paired
+    difference (b - a), the share of equal top 10s and each side's recall@10."""
+    a_ms, b_ms = np.asarray(a), np.asarray(b)
+    return {
+        "alternating_p50_ms": [round(float(np.median(a_ms)), 3), round(float(np.median(b_ms)), 3)],
+        "paired_diff_ms": round(float(np.median(b_ms - a_ms)), 3),
+        "same_top10": f"{same}/{n}",
+        "recall@10": [round(recall_a / n, 4), round(recall_b / n, 4)],
+    }
+
+
 #: the modules whose settings `pair` may set
 SETTING_MODULES = {
     "sides": "memlake.search.query.sides",
@@ -189,12 +213,7 @@ def pair(root: Path, queries: int, settings_b: list[str]) -> None:
             setattr(target, attr, changed if b else default)
 
     def one(q: np.ndarray) -> tuple[float, list[str]]:
-        t0 = time.perf_counter()
-        hits = search(
-            lake, svc, scale_tenant.TENANT, query="", limit=10, recency=False,
-            query_vector=q, params=VEC,
-        )  # fmt: skip
-        return (time.perf_counter() - t0) * 1000, [h.id for h in hits]
+        return _timed(lake, svc, q)
 
     out: dict[str, Any] = {"b": settings_b}
     for kind in ("real", "mixed"):
@@ -217,16 +236,7 @@ def pair(root: Path, queries: int, settings_b: list[str]) -> None:
                 recall[b] += len({ids[e] for e in truth[i].tolist()} & set(got[b])) / 10
             same += got[False] == got[True]
         side(False)
-        a_ms, b_ms = np.asarray(took[False]), np.asarray(took[True])
-        out[kind] = {
-            "alternating_p50_ms": [
-                round(float(np.median(a_ms)), 3),
-                round(float(np.median(b_ms)), 3),
-            ],
-            "paired_diff_ms": round(float(np.median(b_ms - a_ms)), 3),
-            "same_top10": f"{same}/{len(q)}",
-            "recall@10": [round(recall[False] / len(q), 4), round(recall[True] / len(q), 4)],
-        }
+        out[kind] = _paired(took[False], took[True], same, recall[False], recall[True], len(q))
         print(kind, json.dumps(out[kind]), flush=True)
     print("RESULT " + json.dumps(out), flush=True)
 
@@ -240,12 +250,7 @@ def serve(root: Path, queries: int) -> None:
     asked = {kind: np.load(root / f"queries-{kind}.npy")[:queries] for kind in ("real", "mixed")}
 
     def one(q: np.ndarray) -> tuple[float, list[str]]:
-        t0 = time.perf_counter()
-        hits = search(
-            lake, svc, scale_tenant.TENANT, query="", limit=10, recency=False,
-            query_vector=q, params=VEC,
-        )  # fmt: skip
-        return (time.perf_counter() - t0) * 1000, [h.id for h in hits]
+        return _timed(lake, svc, q)
 
     for q in asked.values():
         for _ in range(3):  # the first pass adds the lists it probes to FAISS
@@ -303,16 +308,7 @@ def versus(root: Path, queries: int, trees: dict[str, Path]) -> None:
                     took[n].append(g["ms"])
                     recall[n] += len(want & set(g["ids"])) / 10
                 same += got["a"]["ids"] == got["b"]["ids"]
-            a_ms, b_ms = np.asarray(took["a"]), np.asarray(took["b"])
-            out[kind] = {
-                "alternating_p50_ms": [
-                    round(float(np.median(a_ms)), 3),
-                    round(float(np.median(b_ms)), 3),
-                ],
-                "paired_diff_ms": round(float(np.median(b_ms - a_ms)), 3),
-                "same_top10": f"{same}/{len(q)}",
-                "recall@10": [round(recall["a"] / len(q), 4), round(recall["b"] / len(q), 4)],
-            }
+            out[kind] = _paired(took["a"], took["b"], same, recall["a"], recall["b"], len(q))
             print(kind, json.dumps(out[kind]), flush=True)
         print("RESULT " + json.dumps(out), flush=True)
     finally:
