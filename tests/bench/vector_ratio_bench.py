@@ -9,6 +9,9 @@
   MiniLM chat passage of the episode's home session with 1-2 others plus noise) in the layout
   the write path reaches, kept in DIR with every vector (vectors.npy, for the numpy pass and the
   exact top-10).
+- A first_share_bench tenant (it keeps truth.json, not vectors.npy) works too: its exact
+  top-10s come from truth.json, and the numpy pass runs over random rows of its vectors'
+  shape (the same bytes and operations; the pass's time does not depend on the values).
 - run: for two query kinds, `mixed` (vectors.mixed_queries: real questions mixed like the passages,
   calibrated) and `real` (the dev corpora's real question vectors as MiniLM embeds them, not
   mixed), vector-only search (weights bm25 0, vector 1, query vector given) through
@@ -93,11 +96,31 @@ def exact_top(q: np.ndarray, flat: np.ndarray, k: int = 10) -> np.ndarray:
     return np.asarray(out)
 
 
+def _vectors(root: Path, episodes: int) -> np.ndarray:
+    """The tenant's vectors for the numpy pass: vectors.npy, or for a first_share_bench
+    tenant (which keeps truth.json instead) random unit-free rows of the same shape, so the
+    pass reads and multiplies as many bytes (its time does not depend on their values)."""
+    if (root / "vectors.npy").exists():
+        return np.load(root / "vectors.npy")
+    dim = np.load(root / "queries-real.npy").shape[1]
+    return np.random.default_rng(0).standard_normal((episodes * PER, dim), dtype=np.float32)
+
+
+def _wanted(root: Path, kind: str, q: np.ndarray, flat: np.ndarray, ids: list[str]) -> list[set]:
+    """Each query's exact top-10 episode ids: from the vectors, or first_share_bench's
+    truth.json (the real questions' then the mixed ones', 200 each)."""
+    if (root / "vectors.npy").exists():
+        return [{ids[e] for e in top.tolist()} for top in exact_top(q, flat)]
+    truth = json.loads((root / "truth.json").read_text())
+    first = 0 if kind == "real" else len(np.load(root / "queries-real.npy"))
+    return [set(t) for t in truth[first : first + len(q)]]
+
+
 def _opened(root: Path, cache_bytes: int | None) -> tuple[Any, ...]:
-    """A kept tenant's vectors, episode ids, lake, settings, warm-able Searcher (with the
-    server's shard cache, or `cache_bytes`) and that cache's bytes."""
-    flat = np.load(root / "vectors.npy")
+    """A kept tenant's vectors (`_vectors`), episode ids, lake, settings, warm-able Searcher
+    (with the server's shard cache, or `cache_bytes`) and that cache's bytes."""
     ids = json.loads((root / "ids.json").read_text())
+    flat = _vectors(root, len(ids))
     lake = bare_lake(LocalStore(root))
     settings = Settings(data_dir=root)
     cache = settings.shard_cache_bytes if cache_bytes is None else cache_bytes
@@ -122,17 +145,16 @@ def run(root: Path, queries: int, maintain: bool, cache_bytes: int | None) -> No
     }
     for kind in ("mixed", "real"):
         q = np.load(root / f"queries-{kind}.npy")[:queries]
-        truth = exact_top(q, flat)
+        truth = _wanted(root, kind, q, flat, ids)
 
-        def one(i: int, q: np.ndarray = q, truth: np.ndarray = truth) -> tuple[float, float]:
+        def one(i: int, q: np.ndarray = q, truth: list[set] = truth) -> tuple[float, float]:
             t0 = time.perf_counter()
             hits = search(
                 lake, svc, scale_tenant.TENANT, query=texts[i % len(texts)], limit=10,
                 recency=False, query_vector=q[i], params=VEC,
             )  # fmt: skip
             took = (time.perf_counter() - t0) * 1000
-            want = {ids[e] for e in truth[i].tolist()}
-            return took, len(want & {h.id for h in hits}) / 10
+            return took, len(truth[i] & {h.id for h in hits}) / 10
 
         for i in range(min(20, len(q))):
             one(i)
@@ -218,7 +240,7 @@ def pair(root: Path, queries: int, settings_b: list[str]) -> None:
     out: dict[str, Any] = {"b": settings_b}
     for kind in ("real", "mixed"):
         q = np.load(root / f"queries-{kind}.npy")[:queries]
-        truth = exact_top(q, flat)
+        truth = _wanted(root, kind, q, flat, ids)
         for b in (False, True, False):  # warm both ways (the first pass adds lists to FAISS)
             side(b)
             for row in q:
@@ -233,7 +255,7 @@ def pair(root: Path, queries: int, settings_b: list[str]) -> None:
                 (flat @ row).reshape(-1, PER).max(axis=1)  # the numpy pass: caches cold
                 ms, got[b] = one(row)
                 took[b].append(ms)
-                recall[b] += len({ids[e] for e in truth[i].tolist()} & set(got[b])) / 10
+                recall[b] += len(truth[i] & set(got[b])) / 10
             same += got[False] == got[True]
         side(False)
         out[kind] = _paired(took[False], took[True], same, recall[False], recall[True], len(q))
@@ -273,8 +295,8 @@ def versus(root: Path, queries: int, trees: dict[str, Path]) -> None:
     import os
     import subprocess
 
-    flat = np.load(root / "vectors.npy", mmap_mode="r")
     ids = json.loads((root / "ids.json").read_text())
+    flat = _vectors(root, len(ids))
     workers = {}
     try:
         for name, tree in trees.items():
@@ -298,15 +320,14 @@ def versus(root: Path, queries: int, trees: dict[str, Path]) -> None:
         out: dict[str, Any] = {"trees": {n: str(t) for n, t in trees.items()}}
         for kind in ("real", "mixed"):
             q = np.load(root / f"queries-{kind}.npy")[:queries]
-            truth = exact_top(q, np.asarray(flat))
+            truth = _wanted(root, kind, q, flat, ids)
             took: dict[str, list[float]] = {"a": [], "b": []}
             same, recall = 0, {"a": 0.0, "b": 0.0}
             for i in range(len(q)):
                 got = {n: ask(n, kind, i) for n in (("a", "b") if i % 2 == 0 else ("b", "a"))}
-                want = {ids[e] for e in truth[i].tolist()}
                 for n, g in got.items():
                     took[n].append(g["ms"])
-                    recall[n] += len(want & set(g["ids"])) / 10
+                    recall[n] += len(truth[i] & set(g["ids"])) / 10
                 same += got["a"]["ids"] == got["b"]["ids"]
             out[kind] = _paired(took["a"], took["b"], same, recall["a"], recall["b"], len(q))
             print(kind, json.dumps(out[kind]), flush=True)
