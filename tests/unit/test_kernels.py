@@ -426,6 +426,27 @@ def test_a_cache_built_ahead_loads_in_a_fresh_process_without_compiling(
     assert "set up for this CPU" in json.loads(out.stdout)["reason"]
 
 
+def test_a_cache_warmed_once_loads_without_compiling(tmp_path: Path) -> None:
+    """A fresh machine's (CI's, the Lambda image's) one `warm-kernels` leaves every kernel's
+    own signature in the cache: bm25_top compiles best_passages for its own argument types
+    first, and the next process compiled best_passages again (the warning "1 compiled
+    although ... says they are cached", and seconds of a Lambda's first load)."""
+    level = kernels.host_levels()[0]
+    env = {**os.environ, "MEMLAKE_KERNELS": "auto", "PYTHONPATH": str(ROOT / "shared")}
+    env.pop("MEMLAKE_KERNEL_CACHE_SEED", None)
+    warm = [sys.executable, "-m", "memlake", "warm-kernels", "--level", level, "--json",
+            "--cache-dir", str(tmp_path)]  # fmt: skip
+    subprocess.run(warm, env=env, capture_output=True, text=True, check=True, timeout=300)
+    env["MEMLAKE_KERNEL_CACHE_DIR"] = str(tmp_path)
+    child = (
+        "from memlake.search.index import kernels; import json; print(json.dumps(kernels.report()))"
+    )
+    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
+                         check=True, timeout=120)  # fmt: skip
+    report = json.loads(out.stdout)
+    assert report["reason"] == "numba kernels loaded" and report["compiled"] == 0, report
+
+
 def test_the_stopwords_are_bm25s_own() -> None:
     """Copied (memlake.search.index.stopwords) so that tokenising never imports bm25s, whose
     package imports numba and sets it up for this host's CPU before the kernels can."""

@@ -53,6 +53,7 @@ _lock = threading.Lock()  # held while loading
 _start = threading.Lock()  # held while starting the loading thread (never while loading)
 _loading: list[threading.Thread] = []
 _configured: list[str] = []  # the CPU name this process set numba up for (once)
+_loaded: set[str] = set()  # the kernels this process compiled or loaded (then: no more)
 MARKER = "memlake-kernels-{}.json"
 #: the CPUs the kernels are compiled for, best first: x86-64-v3 (AVX2, FMA, F16C, BMI: Intel
 #: since Haswell, AMD since Excavator, every x86 Lambda host), then LLVM's "generic", which
@@ -225,10 +226,14 @@ def _load_numba(s: KernelSettings, compiling: bool) -> tuple[ModuleType, str]:
     misses = 0
     for name, sig in nk.SIGNATURES.items():
         dispatcher = getattr(nk, name)
-        if not dispatcher.signatures:  # (loaded already in this process: nothing to do)
+        if name not in _loaded:  # (loaded already in this process: nothing to do)
+            # each kernel's own signature, even where a caller compiled it already for its
+            # argument types (bm25_top calls best_passages with arrays of its own): only this
+            # compile puts that signature in the cache, and the next process would compile it
             dispatcher.compile(sig)
             dispatcher.disable_compile()  # no request compiles (a wrong type: a TypeError)
             misses += sum(dispatcher.stats.cache_misses.values())
+            _loaded.add(name)
     _state.update(load_s=round(time.perf_counter() - t0, 3), compiled=misses)
     if misses and not compiling:
         log.warning("search kernels: %d compiled although %s says they are cached", misses, marker)
