@@ -39,11 +39,19 @@ def exact_scores(rows: Any, vectors: Any, q: F32) -> F32:
 
 
 def gathered(rows: Any, vectors: Any) -> F32:
-    """Rows `rows` of `vectors` in float32: a format-5 shard's float16 rows gathered (numpy's
-    copy, or a ranged shard's reads) and widened by the kernel (numpy's own conversion of a
-    search's ~2k rows took ~1 ms of its ~5; converting while gathering, 2x longer than this,
+    """Rows `rows` of `vectors` in float32: a format-5 shard's float16 rows held in memory
+    gathered and widened by one kernel (gather_widen), a ranged shard's read by ranges and
+    widened by the kernel (numpy's own conversion of a search's ~2k rows took ~1 ms of its ~5,
     decision 2504), older formats' float32 rows as they are."""
-    block = np.asarray(vectors[np.asarray(rows, np.int64)])
+    at = np.asarray(rows, np.int64)
+    if (
+        isinstance(vectors, np.ndarray)
+        and vectors.dtype == np.float16
+        and vectors.flags.c_contiguous
+    ):
+        halves = vectors.view(np.uint16)
+        return kernels.active().gather_widen(halves, at)  # type: ignore[no-any-return]
+    block = np.asarray(vectors[at])
     if block.dtype != np.float16:
         return np.asarray(block, np.float32)
     halves = np.ascontiguousarray(block).view(np.uint16)

@@ -39,6 +39,7 @@ SIGNATURES: dict[str, tuple[Any, ...]] = {
     "top_docs": (_RO_I64, _RO_F32, _INT, _RO_I32, _RO_I32, _INT, _INT),
     "plan_lists": (_RO_F32, _RO_I64, _FLOAT, _INT, _RO_I64),
     "widen": (_RO_U16_2D, _RO_F32),
+    "gather_widen": (_RO_U16_2D, _RO_I64),
     "coarse_scores": (_RO_I8_2D, _RO_I16, _RO_F64, _FLOAT),
 }  # fmt: skip
 
@@ -48,8 +49,8 @@ _jit = numba.njit(nogil=True, cache=True)
 from memlake.search.index.kernels.numba_bm25 import best_passages, bm25_top  # noqa: E402
 
 __all__ = [
-    "SIGNATURES", "best_passages", "bm25_top", "coarse_scores", "plan_lists", "top_docs",
-    "widen",
+    "SIGNATURES", "best_passages", "bm25_top", "coarse_scores", "gather_widen", "plan_lists",
+    "top_docs", "widen",
 ]  # fmt: skip
 
 
@@ -140,6 +141,38 @@ def widen(halves, floats):  # type: ignore[no-untyped-def]
         src, o = halves[i], out[i]
         for j in range(dim):
             o[j] = floats[src[j]]
+    return out
+
+
+#: 2**112: a half's magnitude bits moved into a float32 (<< 13) read 2**-112 of its value
+_TWO_112 = np.float32(2.0**112)
+
+
+@_jit
+def gather_widen(halves, rows):  # type: ignore[no-untyped-def]
+    """Rows `rows` of `halves` (float16 bits, rows x dim) as float32: the re-score's gather
+    and widening in one pass (vector_scan.gathered). Each half's magnitude bits are moved into
+    the float32's place and scaled by 2**112, which is exact for zeros, subnormals and normal
+    halves alike; infinities and NaNs (exponent all ones) get the float32's all-ones exponent,
+    then the sign. Three loops over a row, each vectorised by LLVM: after a pass over memory
+    this cost 0.58 against 0.77 ms for `widen`'s gather and table (960 rows of 384; the
+    table's 256 KiB are read cold). A row outside `halves` raises IndexError."""
+    n, dim = len(rows), halves.shape[1]
+    out = np.empty((n, dim), np.float32)
+    bits = out.view(np.uint32)
+    for i in range(n):
+        r = rows[i]
+        if r < 0 or r >= halves.shape[0]:
+            raise IndexError("a re-scored row is not a row of the shard's vectors")
+        src, b, o = halves[r], bits[i], out[i]
+        for j in range(dim):
+            b[j] = (np.uint32(src[j]) & np.uint32(0x7FFF)) << np.uint32(13)
+        for j in range(dim):
+            o[j] = o[j] * _TWO_112
+        for j in range(dim):
+            h = np.uint32(src[j])
+            special = np.uint32(0) - np.uint32((h & np.uint32(0x7C00)) == np.uint32(0x7C00))
+            b[j] |= (special & np.uint32(0x7F800000)) | ((h & np.uint32(0x8000)) << np.uint32(16))
     return out
 
 

@@ -14,7 +14,8 @@ same order, and the same float32 operations in the same order give the same scor
 - `plan_lists`: the IVF probe plan's selection over every shard's centroid scores;
 - `coarse_scores`: the probe plan's centroid scores from int8 centroids and an int16 query;
 - `widen`: float16 rows (a format-5 shard's re-score vectors, as uint16 bits) in float32
-  (numpy's own conversion is scalar here: ~1 ms for a search's ~2k rows).
+  (numpy's own conversion is scalar here: ~1 ms for a search's ~2k rows);
+- `gather_widen`: some of those rows, gathered and widened (the re-score's rows).
 """
 
 from __future__ import annotations
@@ -232,6 +233,14 @@ def widen(halves: Any, floats: F32) -> F32:
     `floats` (HALF_FLOATS: numpy's own float16 conversion, made once)."""
     widened: F32 = floats[halves]
     return widened
+
+
+def gather_widen(halves: Any, rows: Any) -> F32:
+    """Rows `rows` of `halves` (float16 bits, rows x dim) as float32; IndexError for a row
+    outside them (numpy's indexing would take a negative one from the end)."""
+    if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(halves)):
+        raise IndexError("a re-scored row is not a row of the shard's vectors")
+    return widen(halves[rows], HALF_FLOATS)
 
 
 def coarse_scores(codes: Any, q16: Any, scale: Any, q_scale: float) -> F32:
