@@ -321,6 +321,36 @@ def test_widen_is_numpys_astype_bit_for_bit(compiled: ModuleType, seed: int) -> 
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_gather_widen_is_numpys_gather_and_astype_bit_for_bit(
+    compiled: ModuleType, seed: int
+) -> None:
+    """The re-score's rows gathered and widened in one kernel: every one of the 65,536 halves
+    (zeros, subnormals, infinities, NaN payloads, both signs) and unit rows, in any order, a
+    row more than once, none; a row outside the vectors is an IndexError in both."""
+    rng = np.random.default_rng(seed)
+    every_half = rng.permutation(np.arange(1 << 16, dtype=np.uint16)).reshape(-1, 64)
+    unit = rng.standard_normal((300, 384)).astype(np.float32)
+    unit = (unit / np.linalg.norm(unit, axis=1, keepdims=True)).astype(np.float16).view(np.uint16)
+    for halves in (every_half, unit):
+        picks = (
+            rng.permutation(len(halves)),
+            rng.integers(0, len(halves), 50),
+            np.array([len(halves) - 1, 0, 0], np.int64),
+            np.zeros(0, np.int64),
+        )
+        for rows in picks:
+            want = halves[rows].view(np.float16).astype(np.float32)
+            for module in (numpy_twins, compiled):
+                got = module.gather_widen(halves, np.asarray(rows, np.int64))
+                assert got.dtype == np.float32 and got.shape == want.shape
+                np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+        for bad in ([len(halves)], [0, -1]):
+            for module in (numpy_twins, compiled):
+                with pytest.raises(IndexError):
+                    module.gather_widen(halves, np.asarray(bad, np.int64))
+
+
 @pytest.fixture
 def tenant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Shards of every kind a search meets: IVF ones, flat ones, the tail."""
