@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gc
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from memlake.lake import rows
@@ -123,3 +125,51 @@ def test_utc_timestamps_are_pyarrows_own_datetimes() -> None:
     )
     assert row_at(other, 0) == other.to_pylist()[0]
     assert row_at(other, 0)["paris"].utcoffset() == other[0][0].as_py().utcoffset()
+
+
+def test_strings_are_read_from_their_offsets_as_as_py_reads_them(tmp_path: Path) -> None:
+    """A string cell is its bytes decoded from the chunk's offsets: sliced chunks (their
+    offset counts), empty strings, a chunk of only empty ones (no data buffer), non-ASCII,
+    nulls between them; a column null in every row is None without being read; a large
+    string column goes through as_py; and a table read back from Parquet, as the lake reads."""
+    texts = ["", "é ü ∑ 𝄞", None, "x" * 70_000, "", "last"]
+    sliced = pa.table({"s": pa.array(["skip", *texts], pa.string())}).slice(1)
+    empty = pa.table({"s": pa.array(["", ""], pa.string())})
+    assert (
+        empty.column("s").chunk(0).buffers()[2] is None
+        or empty.column("s").chunk(0).buffers()[2].size == 0
+    )
+    table = pa.concat_tables([sliced, empty, sliced.slice(2, 3)])
+    assert table.column("s").num_chunks == 3
+    assert [row_at(table, i) for i in range(table.num_rows)] == table.to_pylist()
+    mixed = pa.table(
+        {
+            "none": pa.array([None, None], pa.string()),
+            "large": pa.array(["é", None], pa.large_string()),
+            "s": pa.array(["a", "b"], pa.string()),
+        }
+    )
+    assert [row_at(mixed, i) for i in range(2)] == mixed.to_pylist()
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    back = pq.read_table(path)
+    assert [row_at(back, i) for i in range(back.num_rows)] == back.to_pylist() == table.to_pylist()
+
+
+def test_int64_cells_and_columns_left_out() -> None:
+    """int64 cells are read from their values (a sliced chunk's offset counts, nulls between
+    them, the ends of int64); `leave_out` gives the row without those columns, and the same
+    table still gives whole rows."""
+    values = [None, -(2**63), 0, 2**63 - 1, None, 42]
+    table = pa.concat_tables(
+        [
+            pa.table({"n": pa.array([7, *values], pa.int64()), "s": ["x", *"abcdef"]}).slice(1),
+            pa.table({"n": pa.array([5], pa.int64()), "s": ["g"]}),
+        ]
+    )
+    want = table.to_pylist()
+    assert [row_at(table, i) for i in range(table.num_rows)] == want
+    assert [row_at(table, i, ("s",)) for i in range(table.num_rows)] == [
+        {"n": row["n"]} for row in want
+    ]
+    assert row_at(table, 3) == want[3] and type(row_at(table, 3)["n"]) is int

@@ -138,7 +138,7 @@ class TableView(Scans):
         loc = self.locate(row_id)
         if loc is None or loc.deleted:
             return None
-        return visible(row_at(self.segment_table(loc.segment), loc.row))
+        return row_at(self.segment_table(loc.segment), loc.row, SYSTEM_COLUMNS)
 
     def _prefetch(self, pos: int) -> None:
         with suppress(CorruptObject):
