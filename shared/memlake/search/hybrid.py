@@ -144,7 +144,7 @@ def _passage(h: FusedHit, bm25: Ranked, vec: Ranked, alpha: float) -> tuple[int,
     b = alpha * bm25.best.get(h.id, 0.0)
     v = (1 - alpha) * vec.best.get(h.id, 0.0)
     first, other = (vec, bm25) if v > b else (bm25, vec)
-    return first.passage.get(h.id) or other.passage.get(h.id)
+    return first.passage(h.id) or other.passage(h.id)
 
 
 def _hits(
@@ -162,7 +162,7 @@ def _hits(
     factor: dict[str, float] = {}
     if recency:
         now_us = time.time() * 1_000_000
-        ends = {**bm25.age, **vec.age}
+        ends = {h.id: vec.end(h.id) or bm25.end(h.id) or 0 for h in fused}
         ages = {h.id: (now_us - ends[h.id]) / 1_000_000 for h in fused}
         fused = apply_recency(
             fused, ages, half_life_days=params.half_life_days, weight=params.recency_weight

@@ -201,6 +201,20 @@ def plan_probes(
     return [Probes(lists2[:, a:b], picked[:, a:b]) for a, b in itertools.pairwise(ends)]
 
 
+#: each thread's FAISS search parameters, set anew for each search: making one through SWIG
+#: took ~90 us after a pass over memory, setting its two fields ~50 (a search makes one a shard)
+_PARAMS = threading.local()
+
+
+def _search_params() -> Any:
+    params = getattr(_PARAMS, "ivf", None)
+    if params is None:
+        import faiss
+
+        params = _PARAMS.ivf = faiss.SearchParametersIVF()
+    return params
+
+
 class Ivf:
     """A loaded IVF index. `lists(i)` gives list i's (rows, codes); by default slices of the
     stored arrays, a ranged reader can pass its own."""
@@ -326,10 +340,9 @@ class Ivf:
         else:
             dq, iq = self.coarse.search(q, min(nprobe, self.nlist))
         self.ensure(iq[0])
-        params = faiss.SearchParametersIVF()
+        params = _search_params()
         params.nprobe = iq.shape[1]
-        if sel is not None:
-            params.sel = sel
+        params.sel = sel  # (None: every row)
         dist = np.empty((1, k), np.float32)
         idx = np.empty((1, k), np.int64)
         sp = faiss.swig_ptr

@@ -195,7 +195,7 @@ class Gains:
             raise CorruptObject(
                 f"{self.name}: ivf_gain has fewer rows than the lists", hint="rebuild the object"
             )
-        out: F32 = (scores * self.gain[rows]).astype(np.float32)
+        out: F32 = np.multiply(scores, self.gain[rows], dtype=np.float32)  # (no copy after)
         return out
 
 

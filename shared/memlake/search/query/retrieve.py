@@ -28,9 +28,20 @@ class Ranked:
     ids: list[str] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)  # normalised (theory), 0..1
     raw: dict[str, float] = field(default_factory=dict)  # BM25 share / best cosine
-    passage: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     best: dict[str, float] = field(default_factory=dict)  # the best passage's own score
-    age: dict[str, float] = field(default_factory=dict)
+    #: where each one is: (shard, doc, best passage), read only for the entries asked
+    #: (`passage`, `end`): a search shows ~limit of its ~candidates entries
+    where: dict[str, tuple[Shard, int, int]] = field(default_factory=dict)
+
+    def passage(self, eid: str) -> tuple[int, int] | None:
+        """Content offsets of the entry's best passage (None: unknown, or not an entry)."""
+        at = self.where.get(eid)
+        return None if at is None else at[0].passage_span(at[2])
+
+    def end(self, eid: str) -> int | None:
+        """When the entry's episode ended (us; None: not an entry)."""
+        at = self.where.get(eid)
+        return None if at is None else int(at[0].t_end[at[1]])
 
 
 def mask_of(
@@ -112,8 +123,7 @@ class Found:
             out.scores[eid] = -neg
             out.raw[eid] = raws[j]
             out.best[eid] = bests[j]
-            out.passage[eid] = shard.passage_span(passages[j])
-            out.age[eid] = int(shard.t_end[d])
+            out.where[eid] = (shard, d, passages[j])
         return out
 
 
