@@ -42,7 +42,6 @@ import statistics
 import sys
 import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from memlake.config import Settings  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
+from memlake.pools import Job  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
 from memlake.search.index import ivf  # noqa: E402
 from memlake.search.index.shard import Shard  # noqa: E402
@@ -84,13 +84,15 @@ def build(root: Path, size: int, codes: str) -> None:
 
 
 class _NeverStarted:
-    def submit(self, *args: Any, **kwargs: Any) -> Future[None]:
-        return Future()
+    """Search helpers whose calls never start: the caller runs every task (one thread)."""
+
+    def start(self, fn: Any) -> Job:
+        return Job(fn)
 
 
 def run(root: Path, plans: list[int], one_thread: bool, across: list[int]) -> None:
     if one_thread:
-        sides._pool = _NeverStarted  # type: ignore[assignment]
+        sides._HELPERS = _NeverStarted()  # type: ignore[assignment]
     texts = json.loads((root / "queries.json").read_text())
     qvecs = np.load(root / "queries.npy")
     ids = json.loads((root / "ids.json").read_text())
@@ -254,7 +256,7 @@ def kernels_ab(root: Path, rounds: int, one_thread: bool) -> None:
     from memlake.search.index import kernels
 
     if one_thread:
-        sides._pool = _NeverStarted  # type: ignore[assignment]
+        sides._HELPERS = _NeverStarted()  # type: ignore[assignment]
     texts = json.loads((root / "queries.json").read_text())
     qvecs = np.load(root / "queries.npy")
     lake = bare_lake(LocalStore(root))

@@ -1,14 +1,16 @@
-"""memlake.pools: LazyPool (one executor per pool, built on first use, threads named) and
-run_shared (jobs shared by the caller and a pool's threads)."""
+"""memlake.pools: LazyPool (one executor per pool, built on first use, threads named),
+run_shared (jobs shared by the caller and a pool's threads) and Helpers (calls handed to
+named threads, taken back unstarted or waited for)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
 
-from memlake.pools import LazyPool, run_shared
+from memlake.pools import Helpers, LazyPool, run_shared
 
 
 def test_a_lazy_pool_builds_one_executor_on_first_use() -> None:
@@ -81,3 +83,47 @@ def test_run_shared_raises_the_first_error_after_every_job_ran() -> None:
     with pytest.raises(ValueError, match="bad batch"):
         run_shared(jobs, 2, pool)
     assert sorted(ran) == list(range(5))
+
+
+def test_a_helper_runs_a_call_on_its_thread_and_join_waits_and_raises() -> None:
+    helpers = Helpers(2, "test-helpers")
+    ran: list[str] = []
+    job = helpers.start(lambda: ran.append(threading.current_thread().name))
+    deadline = time.monotonic() + 10
+    while not ran and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert job.join() is True and ran[0].startswith("test-helpers-")
+
+    started = threading.Event()
+
+    def fail() -> None:
+        started.set()
+        raise ValueError("from the helper")
+
+    failed = helpers.start(fail)
+    assert started.wait(10)
+    with pytest.raises(ValueError, match="from the helper"):
+        failed.join()
+
+
+def test_a_call_no_helper_started_is_taken_back_and_never_runs() -> None:
+    """With every helper busy, a call waits in the queue; join takes it back (False), and
+    when a helper frees up it does not run it. At most `threads` threads start."""
+    helpers = Helpers(1, "test-busy")
+    release, running = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        running.set()
+        release.wait()
+
+    busy = helpers.start(hold)
+    assert running.wait(10)
+    ran: list[int] = []
+    queued = helpers.start(lambda: ran.append(1))
+    assert queued.join() is False
+    release.set()
+    assert busy.join() is True
+    time.sleep(0.05)
+    assert ran == []
+    names = [t.name for t in threading.enumerate() if t.name.startswith("test-busy-")]
+    assert names == ["test-busy-0"]

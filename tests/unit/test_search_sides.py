@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from memlake.pools import Helpers, Job
 from memlake.search.hybrid import search
 from memlake.search.index.shard import Shard
 from memlake.search.query import sides
@@ -20,10 +20,11 @@ from tests.support.tiny_layout import tiny_ivf_layout
 
 
 class NeverStarted:
-    """An executor whose tasks never start: the caller's thread does every task."""
+    """Search helpers whose calls never start: the caller runs every task."""
 
-    def submit(self, *args: Any, **kwargs: Any) -> Future[None]:
-        return Future()
+    @staticmethod
+    def start(fn: Any) -> Job:
+        return Job(fn)
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def test_two_threads_find_what_one_thread_finds(
     assert _results(ctx, QUERIES[0]) == shared[QUERIES[0]]
     assert any(name.startswith("memlake-search") for name in helped)  # the pool helped
     monkeypatch.setattr(sides, "bm25_shard", real_bm25)
-    monkeypatch.setattr(sides, "_pool", NeverStarted)
+    monkeypatch.setattr(sides, "_HELPERS", NeverStarted)
     helped.clear()
     alone = {q: _results(ctx, q) for q in QUERIES}
     alone["filtered"] = _results(ctx, "topic2 colour1", allowed_ids=some)
@@ -161,12 +162,13 @@ def test_a_failed_plan_frees_the_pool_thread(
 
 def _fails_and_frees_the_pool(ctx: Any, monkeypatch: pytest.MonkeyPatch, error: str) -> None:
     """A search raises `error` and its pool thread (one in the pool) is free again."""
-    pool = ThreadPoolExecutor(1)
-    monkeypatch.setattr(sides, "_pool", lambda: pool)
+    helpers = Helpers(1, "test-one-helper")
+    monkeypatch.setattr(sides, "_HELPERS", helpers)
     with pytest.raises(RuntimeError, match=error):
         _results(ctx, "topic1 colour2")
-    assert pool.submit(lambda: "free").result(timeout=5) == "free"
-    pool.shutdown()
+    free = threading.Event()
+    helpers.start(free.set)
+    assert free.wait(timeout=5)  # its one thread took the next call
 
 
 def test_the_query_is_embedded_while_bm25_runs(

@@ -69,8 +69,10 @@ def _resolve_weights(names: Iterable[str], weights: Mapping[str, float] | None) 
 
 
 def _sort(hits: Iterable[FusedHit]) -> list[FusedHit]:
-    """Best first; equal scores are ordered by id so results are deterministic."""
-    return sorted(hits, key=lambda h: (-h.score, h.id))
+    """Best first; equal scores are ordered by id so results are deterministic (as tuples,
+    not by a key function: a call a hit costs microseconds after a pass over memory; the
+    position keeps equal entries in their order and the hits themselves uncompared)."""
+    return [t[3] for t in sorted([(-h.score, h.id, i, h) for i, h in enumerate(hits)])]
 
 
 def rrf_fuse(
@@ -156,16 +158,21 @@ def convex_fuse(
     coef = {name: (v / total if total > 0 else 0.0) for name, v in raw.items()}
     ranks: dict[str, dict[str, int | None]] = {}
     for name, by_id in scores.items():
-        ordered = sorted(by_id.items(), key=lambda kv: (-kv[1], kv[0]))
-        for position, (doc_id, _) in enumerate(ordered, start=1):
-            ranks.setdefault(doc_id, dict.fromkeys(scores, None))[name] = position
+        ordered = sorted([(-score, doc_id) for doc_id, score in by_id.items()])
+        for position, (_, doc_id) in enumerate(ordered, start=1):
+            by = ranks.get(doc_id)
+            if by is None:
+                by = ranks[doc_id] = dict.fromkeys(scores)
+            by[name] = position
     return _sort(
-        FusedHit(
-            doc_id,
-            min(1.0, math.fsum(coef[n] * scores[n][doc_id] for n, r in by.items() if r)),
-            by,
-        )
-        for doc_id, by in ranks.items()
+        [
+            FusedHit(
+                doc_id,
+                min(1.0, math.fsum([coef[n] * scores[n][doc_id] for n, r in by.items() if r])),
+                by,
+            )
+            for doc_id, by in ranks.items()
+        ]
     )
 
 

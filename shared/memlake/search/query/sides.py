@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlake.pools import LazyPool
+from memlake.pools import Helpers, LazyPool
 from memlake.search.index import ivf
 from memlake.search.index.shard import Shard
 from memlake.search.index.shard_source import Postings
@@ -149,7 +150,7 @@ class Sides:
             # task mostly waits on its reads, so up to HELPERS of them read at once
             ranged = sum(1 for no in self._vector_nos if self.shards[no].lazy)
             for _ in range(max(1, min(HELPERS, ranged))):
-                helpers.append(_pool().submit(self._work, vector, done))
+                helpers.append(_HELPERS.start(partial(self._work, vector, done)))
         try:
             self._work(bm25, done)
             self._work(vector, done)
@@ -159,8 +160,7 @@ class Sides:
             self._stopped = True  # the pool thread takes no further task and is freed
             raise
         for helper in helpers:
-            if not helper.cancel():  # not started: every task is done
-                helper.result()
+            helper.join()  # taken back unstarted when every task is done
         found = {"bm25": Found(), "vector": Found()}
         for side, no in tasks:  # in task order: as a sequential run adds them
             got = done[(side, no)]
@@ -359,12 +359,8 @@ def embed_ahead(embed: Callable[[str], np.ndarray], query: str) -> Future[np.nda
     return _EMBEDDERS.get().submit(embed, query)
 
 
-_HELPERS = LazyPool(HELPERS, "memlake-search")
+_HELPERS = Helpers(HELPERS, "memlake-search")
 _EMBEDDERS = LazyPool(2, "memlake-embed")  # its own: a search never waits on a busy helper
 #: shards whose postings are read at once (each round's GETs go through ranges' own pool)
 PREFETCH_THREADS = 8
 _PREFETCH = LazyPool(PREFETCH_THREADS, "memlake-prefetch")
-
-
-def _pool() -> ThreadPoolExecutor:
-    return _HELPERS.get()
