@@ -65,29 +65,47 @@ class Helpers:
     running the next Job of one queue. For a call the caller may take back unstarted: a
     ThreadPoolExecutor's submit and Future cost ~110 us after a pass over memory (Python
     locks, a Condition, the idle-thread check), a Job ~55 us (a C queue and two C locks; most
-    of it the wake-up of the thread)."""
+    of it the wake-up of the thread).
+
+    At the interpreter's exit the threads finish the call they run, then stop, and exit waits
+    for them, as for a ThreadPoolExecutor's: a daemon thread still in FAISS or a kernel when
+    the interpreter finalises would take the GIL no more and be unwound through C++ frames,
+    which aborts the process ("terminate called without an active exception")."""
 
     def __init__(self, threads: int, prefix: str) -> None:
         self.threads, self.prefix = threads, prefix
-        self._queue: SimpleQueue[Job] = SimpleQueue()
+        self._queue: SimpleQueue[Job | None] = SimpleQueue()
         self._started = 0
         self._lock = threading.Lock()
 
     def start(self, fn: Callable[[], object]) -> Job:
-        """Hand `fn` to the next free thread (it waits in the queue while all are busy)."""
+        """Hand `fn` to the next free thread (it waits in the queue while all are busy; with
+        none to start, during the interpreter's exit, it never runs: `Job.join` takes it
+        back)."""
         job = Job(fn)
         if self._started < self.threads:
             with self._lock:
                 if self._started < self.threads:
-                    self._started += 1
-                    name = f"{self.prefix}-{self._started - 1}"
-                    threading.Thread(target=self._serve, name=name, daemon=True).start()
+                    self._start_thread()
         self._queue.put(job)
         return job
 
+    def _start_thread(self) -> None:
+        if not self._started:
+            try:  # (concurrent.futures' own hook: called before exit joins the threads)
+                threading._register_atexit(self._stop)  # type: ignore[attr-defined]
+            except RuntimeError:  # the interpreter is exiting: start none
+                return
+        self._started += 1
+        threading.Thread(target=self._serve, name=f"{self.prefix}-{self._started - 1}").start()
+
+    def _stop(self) -> None:
+        for _ in range(self._started):
+            self._queue.put(None)
+
     def _serve(self) -> None:
-        while True:
-            self._queue.get().run()
+        while (job := self._queue.get()) is not None:
+            job.run()
 
 
 def usable_cpus() -> int:

@@ -4,9 +4,13 @@ named threads, taken back unstarted or waited for)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +131,22 @@ def test_a_call_no_helper_started_is_taken_back_and_never_runs() -> None:
     assert ran == []
     names = [t.name for t in threading.enumerate() if t.name.startswith("test-busy-")]
     assert names == ["test-busy-0"]
+
+
+def test_exit_waits_for_a_running_call_and_stops_idle_helpers() -> None:
+    """A process that exits while a helper runs a call (a search whose caller failed) lets it
+    finish first, as a ThreadPoolExecutor does, rather than cut a thread off in C code at
+    finalisation (it aborts the process); idle helpers do not keep it alive."""
+    child = (
+        "import time\n"
+        "from memlake.pools import Helpers\n"
+        "helpers = Helpers(2, 'exit-test')\n"
+        "helpers.start(lambda: None).join()\n"  # an idle helper left behind
+        "helpers.start(lambda: (time.sleep(0.3), print('finished', flush=True)))\n"
+        "time.sleep(0.05)\n"  # running now; the main thread exits without waiting for it
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "shared")}
+    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True,
+                         text=True, timeout=30)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "finished"
