@@ -440,20 +440,23 @@ def test_a_cache_built_ahead_loads_in_a_fresh_process_without_compiling(
     env = {**os.environ, "MEMLAKE_KERNELS": "auto", "MEMLAKE_KERNEL_CACHE_SEED": str(seed),
            "MEMLAKE_KERNEL_CACHE_DIR": str(tmp_path / "writable"),
            "PYTHONPATH": str(ROOT / "shared")}  # fmt: skip
-    child = (
-        "from memlake.search.index import kernels; import json; print(json.dumps(kernels.report()))"
-    )
-    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
-                         check=True, timeout=120)  # fmt: skip
-    report = json.loads(out.stdout)
+    report = _fresh_report(env)
     assert report["reason"] == "numba kernels loaded" and report["compiled"] == 0, report
     assert list((tmp_path / "writable").glob("memlake-kernels-*.json"))
     # another library's njit first (bm25s's package makes some): numba is set up for this
     # host's CPU, the portable cache would not load, so auto keeps numpy rather than compile
-    first = "import bm25s; " + child
-    out = subprocess.run([sys.executable, "-c", first], env=env, capture_output=True, text=True,
-                         check=True, timeout=120)  # fmt: skip
-    assert "set up for this CPU" in json.loads(out.stdout)["reason"]
+    assert "set up for this CPU" in _fresh_report(env, "import bm25s; ")["reason"]
+
+
+def _fresh_report(env: dict[str, str], first: str = "") -> dict[str, Any]:
+    """kernels.report() of a new process with this environment (`first`: code run before)."""
+    child = (
+        "from memlake.search.index import kernels; import json; print(json.dumps(kernels.report()))"
+    )
+    out = subprocess.run([sys.executable, "-c", first + child], env=env, capture_output=True,
+                         text=True, check=True, timeout=120)  # fmt: skip
+    report: dict[str, Any] = json.loads(out.stdout)
+    return report
 
 
 def test_a_cache_warmed_once_loads_without_compiling(tmp_path: Path) -> None:
@@ -468,12 +471,7 @@ def test_a_cache_warmed_once_loads_without_compiling(tmp_path: Path) -> None:
             "--cache-dir", str(tmp_path)]  # fmt: skip
     subprocess.run(warm, env=env, capture_output=True, text=True, check=True, timeout=300)
     env["MEMLAKE_KERNEL_CACHE_DIR"] = str(tmp_path)
-    child = (
-        "from memlake.search.index import kernels; import json; print(json.dumps(kernels.report()))"
-    )
-    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True,
-                         check=True, timeout=120)  # fmt: skip
-    report = json.loads(out.stdout)
+    report = _fresh_report(env)
     assert report["reason"] == "numba kernels loaded" and report["compiled"] == 0, report
 
 

@@ -64,7 +64,8 @@ def test_exactly_one_of_many_racing_creators_wins(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["../x", "a/../../x", "/etc/passwd", "a//b", "", "a/./b", "x/.tmp-1", "a/b\0c"]
+    "key",
+    ["../x", "a/../../x", "/etc/passwd", "a//b", "", "a/./b", "x/.tmp-1", "a/b\0c", "a/..", "a/"],
 )
 def test_keys_cannot_escape_the_root(tmp_path: Path, key: str) -> None:
     store = LocalStore(tmp_path / "root")
@@ -73,6 +74,15 @@ def test_keys_cannot_escape_the_root(tmp_path: Path, key: str) -> None:
     with pytest.raises(InvalidArgument):  # exists() joins the key as a string (no pathlib)
         store.exists(key)
     assert not (tmp_path / "x").exists() and not (tmp_path / "root" / "x").exists()
+
+
+def test_names_like_the_refused_ones_are_objects(tmp_path: Path) -> None:
+    """The key check refuses whole names only: "..b", "...", a dot file, a name that only
+    contains ".tmp-", and one ending in a newline (a regex's $ would match before it)."""
+    store = LocalStore(tmp_path)
+    for key in ("a/..b", "a/...", "a/.b", "a/x.tmp-", "a/..\n"):
+        store.put(key, key.encode())
+        assert store.exists(key) and store.get(key) == key.encode()
 
 
 def test_exists_finds_objects_and_not_folders(tmp_path: Path) -> None:

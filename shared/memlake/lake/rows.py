@@ -13,7 +13,7 @@ docs/performance.md, ninth round). A UTC timestamp cell is the epoch plus its mi
 hits, two timestamps a row set). A string cell is its bytes decoded from the chunk's offsets
 and an int64 cell is read from its values (memoryviews: indexing one gives a Python int), a
 column null in every row is not looked at, and a view's rows leave the system columns out
-unread (`leave_out`): 10 rows after a numpy pass over 614 MB, 0.37 -> 0.2x ms (stop 41). The
+unread (`leave_out`): 10 rows after a numpy pass over 614 MB, 0.37 -> 0.22-0.25 ms (stop 41). The
 chunks are remembered for as long as the table object lives (weakref.finalize), so nothing
 keeps an evicted segment in memory.
 """
@@ -87,8 +87,8 @@ _Column = tuple[str, list[pa.Array], list[int], list[Any], list[Any], list[Any],
 class _Cells:
     """A table's columns as chunk lists, the first row of each chunk, its validity and, for a
     UTC timestamp, string or int64 column, its values read without a scalar. Columns null in
-    every row are left out of the loop: a row starts as every column None (`row`), or every
-    column but those left out (`row_without`: a view's rows without the system columns)."""
+    every row are left out of the loop: a row starts as every column None, but for the columns
+    `row` is asked to leave out (a view's rows: the system columns), which it never reads."""
 
     def __init__(self, table: pa.Table) -> None:
         self.names = table.column_names

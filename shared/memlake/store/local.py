@@ -44,8 +44,9 @@ except ImportError:  # pragma: no cover - Windows: gc relies on the grace period
 _TMP_PREFIX = ".tmp-"
 #: a key that names no file under the root: a name empty, "." or "..", or a temporary file's,
 #: or a NUL anywhere (one match: a search's manifest check reads a key after a pass over
-#: memory, where each Python step of a split and a loop costs microseconds)
-_BAD_KEY = re.compile(r"(?:^|/)(?:(?:\.\.?)?(?:/|$)|" + re.escape(_TMP_PREFIX) + r")|\x00")
+#: memory, where each Python step of a split and a loop costs microseconds; \Z, not $, which
+#: would also match before a final newline)
+_BAD_KEY = re.compile(r"(?:^|/)(?:(?:\.\.?)?(?:/|\Z)|" + re.escape(_TMP_PREFIX) + r")|\x00")
 #: what opening a key that is no object raises (a folder is no object either)
 _NO_OBJECT = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 #: errnos that mean no room: the disk, the user's quota (EDQUOT is absent on some platforms), or
