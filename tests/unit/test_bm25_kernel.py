@@ -1,9 +1,12 @@
 """BM25's posting kernel (scipy's csc_matvec, decision 1317): the same float32 sums as
-np.add.at, and postings checked before it adds by them (it does not bounds-check)."""
+np.add.at (its fallback), loaded without scipy.sparse's package init (decision 2513), and
+postings checked before it adds by them (it does not bounds-check)."""
 
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +14,7 @@ import pytest
 
 from memlake.errors import CorruptObject
 from memlake.search.index import cache
+from memlake.search.index.kernels import numpy_twins
 from memlake.search.index.shard import Doc, Shard
 from memlake.search.index.shard_bm25 import _accumulate
 from memlake.search.index.shard_build import build
@@ -27,7 +31,7 @@ def _reference(n: int, postings: list, idf: list[float]) -> np.ndarray:
     return scores
 
 
-def test_the_kernel_adds_exactly_what_ufunc_at_adds() -> None:
+def _postings() -> tuple[int, list, list[float]]:
     rng = np.random.default_rng(7)
     n = 5000
     postings = []
@@ -35,11 +39,41 @@ def test_the_kernel_adds_exactly_what_ufunc_at_adds() -> None:
         docs = np.sort(rng.choice(n, size, replace=False)).astype(np.int32)
         postings.append((docs, rng.random(size).astype(np.float32)))
     postings.insert(2, None)  # a term the shard has not seen
-    idf = rng.random(len(postings)).tolist()
+    return n, postings, rng.random(len(postings)).tolist()
+
+
+@pytest.mark.parametrize("kernel", ["scipy", "np.add.at"])
+def test_the_kernel_adds_exactly_what_ufunc_at_adds(
+    kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scipy's kernel, and np.add.at where it is not found: the same sums."""
+    if kernel == "np.add.at":
+        monkeypatch.setattr(numpy_twins, "_csc_matvec", lambda: None)
+    else:
+        assert numpy_twins._csc_matvec() is not None
+    n, postings, idf = _postings()
     got = _accumulate(n, postings, idf)
     assert got.dtype == np.float32
     assert np.array_equal(got, _reference(n, postings, idf))
     assert not _accumulate(n, [None], [1.0]).any()
+
+
+def test_a_new_process_adds_postings_without_importing_scipy_sparse() -> None:
+    """The first search of a cold Lambda runs these numpy kernels: scipy.sparse's import
+    (0.4-0.7 s, numpy.f2py with it) was a third of its time."""
+    code = (
+        "import sys, numpy as np\n"
+        "from memlake.search.index.kernels import numpy_twins as t\n"
+        "docs = np.array([0, 2, 2], np.int32); sat = np.ones(3, np.float32)\n"
+        "lo, hi = np.array([0, 1]), np.array([1, 3]); w = np.array([1, 2], np.float32)\n"
+        "got = t.accumulate(3, docs, sat, lo, hi, w)\n"
+        "assert got.tolist() == [1, 0, 4], got\n"
+        "assert t._csc_matvec() is not None\n"
+        "print(sorted(m for m in ('scipy', 'scipy.sparse', 'numpy.f2py') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def _shard_bytes() -> bytes:
