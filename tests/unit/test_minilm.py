@@ -130,6 +130,25 @@ def test_tokenizer_pads_dynamically(model: MiniLMEmbedder) -> None:
     assert encs[0].attention_mask == [1, 1, 1, 0, 0]
 
 
+def test_the_raw_tokenizer_is_made_at_first_use_once() -> None:
+    """A search only embeds: the unpadded, untruncated tokenizer (chunking's) is made when a
+    write first asks for it, once however many threads ask at that moment."""
+    fresh = MiniLMEmbedder(max_tokens=MAX_SEQ_LENGTH, batch_size=8)  # not the shared instance
+    fresh.embed(["a query"])
+    assert fresh._raw is None
+    got: list[Any] = []
+    threads = [threading.Thread(target=lambda: got.append(fresh.raw_tokenizer)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(t) for t in got}) == 1 and got[0] is fresh.raw_tokenizer
+    raw = got[0]
+    assert raw.padding is None and raw.truncation is None
+    long = "word " * 600
+    assert fresh.count_tokens(long) == 600 and len(fresh.tokenizer.encode(long).ids) == 256
+
+
 def test_semantics(model: MiniLMEmbedder) -> None:
     q, near, far = model.embed(
         [
