@@ -76,6 +76,7 @@ def test_the_int8_plan_answers_through_mcp_as_the_float32_one(
     ~20, fresh servers answer the same ids, scores, breakdowns and passages either way, and
     the int8 plan was the one used when asked for."""
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 2)
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)  # that budget, not the share floor (2514)
     planned: list[int] = []
     real = ivf_coarse.scores
     monkeypatch.setattr(ivf_coarse, "scores", lambda *a: planned.append(1) or real(*a))

@@ -154,6 +154,7 @@ def test_a_search_over_shards_finds_as_much_with_int8_centroids(
     """Real IVF shards, the vector side of a search across them (sides.Sides): the docs found
     with the int8 plan are nearly always those of the float32 one."""
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 12)
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)  # that budget, not the share floor (2514)
     calls: list[int] = []
     real = ivf_coarse.scores
     monkeypatch.setattr(ivf_coarse, "scores", lambda *a: calls.append(1) or real(*a))

@@ -76,6 +76,7 @@ def test_the_rows_re_scored_are_those_of_whole_asks(
     every candidate made the cutoff) and some not."""
     monkeypatch.setattr(sides, "RESCORE_ACROSS", 1)
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 12)
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)  # that budget, not the share floor (2514)
     asked: list[tuple[int, float]] = []
     real = Shard.vector_candidates
 

@@ -199,6 +199,7 @@ def test_the_search_plans_only_over_unfiltered_ivf_shards(
     assert sides.probe_plans(shards[:1], [None], q) == {}  # one IVF shard: its own NPROBE
     masks: list[np.ndarray | None] = [None, np.arange(DOCS) > 0, np.arange(DOCS) % 2 == 0, None]
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 5)
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)  # the per-shard budget alone
     plans = sides.probe_plans(shards, masks, q)
     assert sorted(plans) == [0, 1, 3]  # a dead row is no filter; half the docs is one
     assert sum(len(p) for p in plans.values()) == 3 * 5
@@ -227,6 +228,7 @@ def test_a_lake_search_plans_across_its_ivf_shards(
         assert found(ctx, f"number{i}")[0] == eid
         assert sum(p is not None for p in calls) == 2  # both IVF shards planned
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 1)  # two lists in all
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)
     skipped = 0
     for i, eid in enumerate(ids):
         calls.clear()
@@ -245,7 +247,7 @@ class _Wide:
         self.quantised = ivf_coarse.Quantised(self.centroids)
 
 
-@pytest.mark.parametrize("worths", [8, 47, 48, 73])
+@pytest.mark.parametrize("worths", [11, 47, 48, 73])
 def test_the_budget_widens_from_plan_wide_from_shard_worths(worths: int) -> None:
     """Below ivf.PLAN_WIDE_FROM shard-worths the plan probes PLAN_PER_SHARD lists a
     shard-worth; from there PLAN_PER_SHARD_WIDE (decision 2508: one cutoff across more shards
@@ -257,3 +259,26 @@ def test_the_budget_widens_from_plan_wide_from_shard_worths(worths: int) -> None
     per = ivf.PLAN_PER_SHARD if worths < ivf.PLAN_WIDE_FROM else ivf.PLAN_PER_SHARD_WIDE
     assert planned == per * worths
     assert ivf.PLAN_PER_SHARD_WIDE > ivf.PLAN_PER_SHARD
+
+
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        ([4.0, 1.0], 576),  # 20,544 episodes just after a merge: 18% of 3,200 lists, not 280
+        ([1.0], 115),  # one 4,096-doc shard: 18% of its 640 lists, not 56
+        ([4.0, 4.0], 616),  # 32,768: 18% would be 922; the floor stops at PLAN_SHARE_MOST
+        ([4.0] + [1.0] * 7, 616),  # 20,000's layout: PLAN_PER_SHARD x 11 = 616, as before
+        ([8.0, 8.0], 896),  # above the floor's cap: PLAN_PER_SHARD x 16
+    ],
+)
+def test_the_plan_probes_a_share_of_its_lists_whatever_the_layout(
+    weights: list[float], expected: int
+) -> None:
+    """Per-shard budgets follow the LSM's state (a shard below WEIGHT_DOCS docs counts as
+    one): the same docs in fewer, merged shards got fewer lists. The plan probes at least
+    PLAN_SHARE of its lists, up to PLAN_SHARE_MOST (decision 2514)."""
+    rng = np.random.default_rng(len(weights))
+    shards = [_Wide(rng, w) for w in weights]
+    q = rng.standard_normal((1, 16)).astype(np.float32)
+    planned = sum(len(p) for p in ivf.plan_probes(shards, q))  # type: ignore[arg-type]
+    assert planned == expected

@@ -25,6 +25,7 @@ def half_a_depth(monkeypatch: pytest.MonkeyPatch) -> None:
     (80 code candidates a search of 10) alone gives twice that, so it re-scores early its
     best 40, and the cutoff keeps 40 of all of them."""
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 12)
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)  # that budget, not the share floor (2514)
     monkeypatch.setattr(sides, "KEEP_SHARE", 0.0)
     monkeypatch.setattr(sides, "RESCORE_LEAST", 0.5)
 

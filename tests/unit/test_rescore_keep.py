@@ -32,6 +32,7 @@ def test_the_cutoff_keeps_a_share_of_few_shards_candidates(
     """Four shard-worths: the cutoff keeps RESCORE_LEAST (2) depths of their 4 x depth code
     candidates; with no share it kept every one (8 depths are more than there are)."""
     monkeypatch.setattr(ivf, "PLAN_PER_SHARD", 12)
+    monkeypatch.setattr(ivf, "PLAN_SHARE", 0.0)  # that budget, not the share floor (2514)
     kept: list[tuple[int, int, int]] = []  # (rows at or above the cutoff, all, depth)
     real = Shard.vector_finish
 
