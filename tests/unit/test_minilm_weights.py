@@ -62,6 +62,8 @@ def test_a_damaged_file_is_a_clear_error(tmp_path: Path, name: str) -> None:
         {"dtype": "F32", "shape": [4], "data_offsets": [8, 0]},  # backwards
         {"dtype": "F32", "shape": [4], "data_offsets": [-16, 0]},
         {"dtype": "F32", "shape": [4]},  # no offsets
+        {"dtype": "F32", "shape": [-2, -2], "data_offsets": [0, 16]},  # a product that fits
+        {"dtype": "F32", "shape": [2**64 + 4], "data_offsets": [0, 16]},  # beyond int64
     ],
 )
 def test_offsets_that_do_not_fit_are_a_clear_error(tmp_path: Path, meta: dict) -> None:

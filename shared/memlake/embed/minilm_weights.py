@@ -11,6 +11,7 @@ a JSON header, the raw little-endian data) itself, checking what it maps."""
 from __future__ import annotations
 
 import json
+import math
 import mmap
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,9 @@ def _tensor(data: npt.NDArray[np.uint8], name: str, meta: Any) -> Array | None:
         return None
     begin, end = (int(n) for n in meta["data_offsets"])
     shape = [int(n) for n in meta["shape"]]
-    if not 0 <= begin <= end <= len(data) or end - begin != 4 * int(np.prod(shape)):
+    if min(shape, default=0) < 0:
+        raise ValueError(f"{name} has a negative dimension")
+    if not 0 <= begin <= end <= len(data) or end - begin != 4 * math.prod(shape):
         raise ValueError(f"{name}'s offsets do not fit the file or its shape")
     return data[begin:end].view("<f4").reshape(shape)
 
