@@ -58,6 +58,26 @@ def test_the_kernel_adds_exactly_what_ufunc_at_adds(
     assert not _accumulate(n, [None], [1.0]).any()
 
 
+def _child(code: str) -> str:
+    """`code` run by a new interpreter: its output (it must exit 0)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_kernel_is_scipys_own_when_scipy_sparse_is_imported() -> None:
+    """A process that imported scipy.sparse (bm25s, indexing a write) uses its module, not
+    a second load of the extension."""
+    code = (
+        "import importlib.machinery, scipy.sparse._sparsetools as s\n"
+        "def refuse(*a): raise RuntimeError('the extension was loaded again')\n"
+        "importlib.machinery.ExtensionFileLoader = refuse\n"
+        "from memlake.search.index.kernels import numpy_twins as t\n"
+        "assert t._csc_matvec() is s.csc_matvec\n"
+    )
+    _child(code)
+
+
 def test_a_new_process_adds_postings_without_importing_scipy_sparse() -> None:
     """The first search of a cold Lambda runs these numpy kernels: scipy.sparse's import
     (0.4-0.7 s, numpy.f2py with it) was a third of its time."""
@@ -71,9 +91,8 @@ def test_a_new_process_adds_postings_without_importing_scipy_sparse() -> None:
         "assert t._csc_matvec() is not None\n"
         "print(sorted(m for m in ('scipy', 'scipy.sparse', 'numpy.f2py') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]", out.stdout
+    printed = _child(code)
+    assert printed == "[]", printed
 
 
 def _shard_bytes() -> bytes:

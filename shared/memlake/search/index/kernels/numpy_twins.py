@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -46,10 +47,13 @@ def _csc_matvec() -> Callable[..., None] | None:
     scipy.sparse's package init, 0.4-0.7 s in a new process (its array API layer probes
     numpy's attributes, which imports numpy.f2py), a third of a cold Lambda's first search,
     which the numpy kernels serve (decision 2513)."""
+    name = "scipy.sparse._sparsetools"
+    loaded = sys.modules.get(name)  # scipy.sparse imported already (bm25s, when indexing)
+    if loaded is not None:
+        return getattr(loaded, "csc_matvec", None)
     path = _sparsetools_path()
     if path is None:
         return None
-    name = "scipy.sparse._sparsetools"
     try:
         loader = importlib.machinery.ExtensionFileLoader(name, str(path))
         spec = importlib.util.spec_from_loader(name, loader, origin=str(path))
