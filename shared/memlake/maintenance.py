@@ -27,7 +27,8 @@ from memlake.lake.compaction import CompactionReport, compact
 from memlake.lake.gc import GRACE_SECONDS, GcReport, collect_garbage
 from memlake.search.backfill import BackfillReport, embed_pending
 from memlake.search.index.layout import MAX_TIER
-from memlake.search.merging import MergeReport, MergeRules, merge_shards
+from memlake.search.merge_policy import MergeRules
+from memlake.search.merging import MergeReport, merge_shards
 from memlake.store.base import ObjectStore
 
 if TYPE_CHECKING:

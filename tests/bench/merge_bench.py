@@ -40,7 +40,8 @@ from memlake.config import Settings  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
 from memlake.search.index.state import SearchState  # noqa: E402
-from memlake.search.merging import MergeRules, merge_shards  # noqa: E402
+from memlake.search.merge_policy import MergeRules  # noqa: E402
+from memlake.search.merging import merge_shards  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.search.searcher import Searcher  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402

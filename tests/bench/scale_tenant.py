@@ -7,7 +7,7 @@ state directly, in bounded memory:
 - the shard layout the server reaches for n episodes written 64 per commit (`layout`: replayed
   with memlake.search.index.layout's own merge rule: 4,096-episode tier-2 shards, then tier-1
   (512), tier-0 (64) and the tail; and after every commit maintenance's merges,
-  memlake.search.merging.plan: tier-3 shards of up to 32,768 episodes), each write-path
+  memlake.search.merge_policy.plan: tier-3 shards of up to 32,768 episodes), each write-path
   shard's episodes written in ONE commit on a bare lake (no hooks), so a shard's seq range is
   that commit's version (a merged shard's: its parts' commits);
 - per shard, its docs as the indexing hook makes them (memlake.search.indexing.episode_doc:
@@ -36,14 +36,14 @@ import numpy as np
 
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
-from memlake.search import merging
+from memlake.search import merge_policy
 from memlake.search.index import layout as shard_layout
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.layout import Layout
 from memlake.search.index.passages import Embedded
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
 from memlake.search.indexing import episode_doc
-from memlake.search.merging import MergeRules
+from memlake.search.merge_policy import MergeRules
 from tests.bench import search_bench
 
 TENANT = search_bench.TENANT
@@ -57,22 +57,27 @@ Sink = Callable[[int, list[dict[str, Any]], list[tuple[list[int], list[int]]], n
 @dataclass(frozen=True)
 class Planned:
     """One shard of a planned layout: its docs, whether it is the tail, its tier, and for a
-    shard maintenance merged, the docs of the write path's shards it was made of (in order)."""
+    shard maintenance merged, the docs of the write path's shards it was made of (in order).
+    A shard above tier 2 keeps the IVF lists of the shards it was merged of: `groups` says
+    how many of `parts` each of those was (a partial tier-2 shard that folds made: several,
+    trained anew; a shard of the write path: 1), or is empty when each was one part."""
 
     docs: int
     tail: bool
     tier: int = 0
     parts: tuple[int, ...] = ()
+    groups: tuple[int, ...] = ()
 
 
 def layout(n: int, tier: int = MERGE_TIER) -> list[Planned]:
     """The shards the server holds after n episodes written in commits of
     shard_layout.TAIL_DOCS, oldest first: the write path's merge rule replayed on stubs, and
-    after every commit maintenance's merges up to `tier` (memlake.search.merging.plan, as the
-    serve tick runs them; 2: the write path's shards alone)."""
+    after every commit maintenance's merges up to `tier` (memlake.search.merge_policy.plan,
+    as the serve tick runs them; 2: the write path's shards alone)."""
     rules = MergeRules.for_tier(tier)
     held: list[ShardInfo] = []
     parts: dict[str, tuple[int, ...]] = {}
+    groups: dict[str, tuple[int, ...]] = {}
 
     def stub(docs: int, tier: int, tail: bool) -> ShardInfo:
         key = f"s{len(parts)}"
@@ -91,12 +96,16 @@ def layout(n: int, tier: int = MERGE_TIER) -> list[Planned]:
             a, b = plan
             total = sum(s.docs for s in held[a:b])
             held[a:b] = [stub(total, shard_layout.tier_of(total), False)]
-        while (run := merging.plan(tuple(held), rules)) is not None:
+        while (run := merge_policy.plan(tuple(held), rules)) is not None:
             inputs = held[run.start : run.end]
             merged = stub(sum(s.docs for s in inputs), run.tier, False)
             parts[merged.key] = tuple(d for s in inputs for d in parts[s.key] or (s.docs,))
+            if run.tier > shard_layout.MAX_TIER:  # the inputs' lists are kept
+                own = [groups.get(s.key) or (len(parts[s.key]) or 1,) for s in inputs]
+                sizes = tuple(g for group in own for g in group)
+                groups[merged.key] = sizes if max(sizes) > 1 else ()  # (): parts as they are
             held[run.start : run.end] = [merged]
-    return [Planned(s.docs, s.tail, s.tier, parts[s.key]) for s in held]
+    return [Planned(s.docs, s.tail, s.tier, parts[s.key], groups.get(s.key, ())) for s in held]
 
 
 class ExactTop:
@@ -206,9 +215,13 @@ def build(
         if shard.parts:
             t0 = time.perf_counter()
             writer = Layout(ShardCache(0), lake.store, TENANT, version, model)
-            infos.append(writer.merge(made, shard.tier))
-            for info in made:
-                lake.store.delete(info.key)
+            grouped, at = [], 0
+            for size in shard.groups:  # the folds it was made of, each trained anew
+                group, at = made[at : at + size], at + size
+                grouped.append(writer.merge(group, shard_layout.MAX_TIER) if size > 1 else group[0])
+            infos.append(writer.merge(grouped or made, shard.tier))
+            for key in {info.key for info in (*made, *grouped)}:  # all but the merged shard
+                lake.store.delete(key)
             took["merge_s"] += time.perf_counter() - t0
             print(f"  merged {len(made)} shards into tier {shard.tier}", flush=True)
         else:

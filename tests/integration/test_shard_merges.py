@@ -1,8 +1,8 @@
-"""Maintenance merges index shards off the write path (memlake.search.merging, decision 2501):
-search finds the same before and after, deletes and updates made while a merge builds are
-kept, a merge whose inputs changed gives up, a kill at any point loses nothing, and the
-maintenance doors run it within their bounds. Tiers are shrunk: a tier-2 shard holds 16
-episodes, a tier-3 one 32."""
+"""Maintenance merges index shards off the write path (memlake.search.merging, decisions 2501
+and 2515): search finds the same before and after, deletes and updates made while a merge
+builds are kept, a merge whose inputs changed gives up, a kill at any point loses nothing, the
+write path's tier-1 shards fold into a partial tier-2 one, and the maintenance doors run it
+within their bounds. Tiers are shrunk: a tier-2 shard holds 16 episodes, a tier-3 one 32."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from memlake.lake.gc import collect_garbage
 from memlake.maintenance import maintain_tenant, maintenance_policy
 from memlake.search.hybrid import search
 from memlake.search.index import ivf, layout
-from memlake.search.merging import MergeRules, merge_shards
+from memlake.search.merge_policy import MergeRules
+from memlake.search.merging import merge_shards
 from memlake.search.query.params import SearchParams
 from memlake.tools import delete_episode
 from tests.integration.test_search_index import HashEmbedder, T, make, put, state
@@ -44,11 +45,12 @@ def rules(monkeypatch: pytest.MonkeyPatch) -> MergeRules:
     return MergeRules.for_tier(3)
 
 
-def fill(lake: Lake, n: int) -> list[str]:
-    """n episodes of five words each (every shard has the same average length, so BM25 scores
-    do not move when shards merge), written TAIL_DOCS per commit as a busy writer would."""
+def fill(lake: Lake, n: int, start: int = 0) -> list[str]:
+    """Episodes start..n-1 of five words each (every shard has the same average length, so
+    BM25 scores do not move when shards merge), written TAIL_DOCS per commit as a busy writer
+    would."""
     ids = [f"ep{i:03d}" for i in range(n)]
-    for first in range(0, n, layout.TAIL_DOCS):
+    for first in range(start, n, layout.TAIL_DOCS):
 
         def change(txn: Transaction, first: int = first) -> None:
             for i in range(first, min(n, first + layout.TAIL_DOCS)):
@@ -88,6 +90,39 @@ def test_search_finds_the_same_before_and_after_a_merge(tmp_path: Path, rules: M
             assert all(new[i] == pytest.approx(old[i], abs=1e-5) for i in old)
     assert all(next(iter(hits(ctx, f"item{i}"))) == ids[i] for i in range(36))
     assert merge_shards(lake, T, rules=rules).merged == 0  # nothing left to do
+
+
+def test_the_write_paths_tier_1_shards_fold_into_a_partial_shard_that_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fanout 4: tiers of 4, 16 and 64 episodes, so the write path leaves up to three tier-1
+    shards, each searched on its own; maintenance folds them into one (decision 2515)."""
+    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
+    monkeypatch.setattr(layout, "FANOUT", 4)
+    monkeypatch.setattr(ivf, "WEIGHT_DOCS", 64)
+    rules = MergeRules.for_tier(3)
+    # GIVEN 60 episodes: three tier-1 shards, then tier-0 ones and the tail
+    lake, ctx = make(tmp_path, HashEmbedder())
+    ids = fill(lake, 60)
+    assert shape(lake) == [(16, 1)] * 3 + [(4, 0)] * 3
+    queries = ["item3", "topic2 note4", "shared words", "item30 topic1", "note6 item57"]
+    before = [(hits(ctx, q), hits(ctx, q, params=VEC_ONLY)) for q in queries]
+    # WHEN maintenance runs: one partial tier-2 shard holds their 48 episodes
+    report = merge_shards(lake, T, rules=rules)
+    assert (report.merged, report.shards_in, report.docs) == (1, 3, 48)
+    assert shape(lake) == [(48, 2)] + [(4, 0)] * 3
+    # THEN every search finds the same episodes with the same scores
+    for (hybrid, vector), q in zip(before, queries, strict=True):
+        for old, new in ((hybrid, hits(ctx, q)), (vector, hits(ctx, q, params=VEC_ONLY))):
+            assert new.keys() == old.keys()
+            assert all(new[i] == pytest.approx(old[i], abs=1e-5) for i in old)
+    # AND the write path goes on after it: its next tier-1 shard fills the partial one
+    ids = fill(lake, 76, start=60)
+    assert shape(lake) == [(48, 2), (16, 1), (4, 0), (4, 0), (4, 0)]
+    assert merge_shards(lake, T, rules=rules).merged == 1
+    assert shape(lake) == [(64, 2)] + [(4, 0)] * 3
+    assert all(next(iter(hits(ctx, f"item{i}"))) == ids[i] for i in range(76))
+    assert merge_shards(lake, T, rules=rules).merged == 0  # a full tier-2 shard alone waits
 
 
 def test_a_shard_holding_episodes_with_pending_vectors_waits(
@@ -198,6 +233,7 @@ def _run_killed(root: Path, point: str) -> int:
     code = f"""
 import os, signal, sys
 from memlake.search import merging
+from memlake.search.merge_policy import MergeRules
 from memlake.search.index import layout
 from memlake.store.local import LocalStore
 from tests.wiring import bare_lake
@@ -220,7 +256,7 @@ else:
             die()
     LocalStore.put = dying_put
 lake = bare_lake(LocalStore(sys.argv[1]), dim=64)
-merging.merge_shards(lake, {T!r}, rules=merging.MergeRules(3, 2, 16))
+merging.merge_shards(lake, {T!r}, rules=MergeRules(3, 2, 16))
 print("not killed")
 """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHARED), str(ROOT)])}

@@ -1,5 +1,5 @@
-"""Maintenance's merge policy (memlake.search.merging.plan, docs/decisions/2501): which run of
-adjacent shards becomes one, over the manifest's shard tuple alone."""
+"""Maintenance's merge policy (memlake.search.merge_policy.plan, docs/decisions/2501, 2515):
+which run of adjacent shards becomes one, over the manifest's shard tuple alone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from memlake.search.index import layout
 from memlake.search.index.state import ShardInfo
-from memlake.search.merging import MergeRules, Plan, plan
+from memlake.search.merge_policy import MergeRules, Plan, plan
 from tests.bench import scale_tenant
 
 RULES = MergeRules.for_tier(3)
@@ -39,9 +39,11 @@ def test_a_tenant_of_100k_episodes_settles_on_three_full_tier_3_shards() -> None
     while (run := plan(shards, RULES)) is not None:
         docs = sum(s.live for s in shards[run.start : run.end])
         shards = (*shards[: run.start], stub(docs, run.tier), *shards[run.end :])
-    # THEN three shards of 32,768 episodes hold 98% of them, and the write path's tiers stay
+    # THEN three shards of 32,768 episodes hold 98% of them, the three tier-1 shards are
+    # folded into one partial tier-2 shard, and the write path's tier-0 shards stay
     assert [(s.docs, s.tier) for s in shards[:3]] == [(32768, 3)] * 3
-    assert [s.tier for s in shards[3:]] == [1, 1, 1, 0, 0, 0] and shards[-1].tail
+    assert [(s.docs, s.tier) for s in shards[3:-1]] == [(1536, 2), (64, 0), (64, 0)]
+    assert shards[-1].tail
 
 
 def test_as_a_tenant_grows_at_most_one_partial_and_one_fresh_tier_2_shard_wait() -> None:
@@ -55,6 +57,22 @@ def test_as_a_tenant_grows_at_most_one_partial_and_one_fresh_tier_2_shard_wait()
         assert all(p.tier == 3 for p in full)
 
 
+def test_as_a_tenant_grows_at_most_one_tier_1_shard_waits_beside_a_partial_tier_2_one() -> None:
+    """Maintenance after every commit of 64, up to 140k episodes: the write path's tier-1
+    shards fold into a partial tier-2 shard, so besides the tier-0 shards and the tail at most
+    a partial tier-3 shard, a tier-2 one, a partial tier-2 one and a tier-1 one follow the
+    full tier-3 shards, where the write path alone leaves up to 7 tier-1 shards."""
+    for n in range(512, 140_001, 512 * 3 + 64):
+        held = scale_tenant.layout(n)
+        small = [p for p in held if p.docs < 32768 and p.tier > 0]
+        assert sum(p.tier == 1 for p in held) <= 1, (n, [(p.docs, p.tier) for p in held])
+        assert len(small) <= 4, (n, [(p.docs, p.tier) for p in held])
+    # at 20,000 episodes in commits of 64: 16,384 + 3,584 + a tail of 32, not 9 shards
+    assert [(p.docs, p.tier) for p in scale_tenant.layout(20_000)] == [
+        (16384, 3), (3584, 2), (32, 0),
+    ]  # fmt: skip
+
+
 def test_the_newest_tier_2_shards_settle_into_a_partial_shard_that_grows() -> None:
     full = [stub(32768, 3, key="f")]
     two = write_path(2, 1)
@@ -66,8 +84,41 @@ def test_the_newest_tier_2_shards_settle_into_a_partial_shard_that_grows() -> No
     assert plan((stub(30000, 3), *write_path(2)), RULES) == Plan(1, 3, 3)
 
 
+def test_the_write_paths_tier_1_shards_fold_into_a_partial_tier_2_shard_that_grows() -> None:
+    full = stub(32768, 3, key="f")
+    # two tier-1 shards start a partial tier-2 shard; one alone waits (it is one already)
+    assert plan((full, *write_path(0, 2, 3)), RULES) == Plan(1, 3, 2)
+    assert plan((full, *write_path(0, 1, 3)), RULES) is None
+    # the partial takes each new one while it fits: the first of two, then none
+    partial = stub(3584, 2, key="p")
+    assert plan((full, partial, *write_path(0, 1, 3)), RULES) == Plan(1, 3, 2)
+    assert plan((full, partial, *write_path(0, 2)), RULES) == Plan(1, 3, 2)
+    filled = stub(4096, 2, key="p")
+    assert plan((full, filled, *write_path(0, 1)), RULES) is None
+    assert plan((full, filled, *write_path(0, 2)), RULES) == Plan(2, 4, 2)
+    # never the tail, the tier-0 shards, a blocked one or what follows it
+    assert plan((full, partial, *write_path(0, 0, 7)), RULES) is None
+    shards = (full, stub(1024, 2, key="p"), *write_path(0, 3))
+    assert plan(shards, RULES, blocked=frozenset({3})) == Plan(1, 3, 2)
+    assert plan(shards, RULES, blocked=frozenset({1})) == Plan(2, 5, 2)  # a new partial
+    assert plan(shards, replace(RULES, settle=0)) == Plan(1, 5, 2)
+    assert plan(write_path(0, 2), replace(RULES, settle=0)) is None
+
+
+def test_a_partial_tier_2_shard_joins_a_tier_3_merge_only_once_full() -> None:
+    tier3 = stub(16384, 3, key="t")
+    # a growing partial does not count among the newest tier-2 shards: tier 3 is rewritten
+    # when a full one joins, not at every fold
+    tier2, tail = write_path(1)
+    assert plan((tier3, tier2, stub(1024, 2, key="p"), tail), RULES) is None
+    assert plan((tier3, tier2, stub(4096, 2, key="p"), tail), RULES) == Plan(0, 3, 3)
+    # nor does it ride along in a full run
+    shards = (*write_path(8)[:-1], stub(2048, 2, key="p"), *write_path(0, 1))
+    assert plan(shards, RULES) == Plan(0, 8, 3)
+
+
 def test_runs_are_adjacent_and_never_take_the_tail_or_the_write_paths_small_shards() -> None:
-    shards = write_path(7, 7, 7)
+    shards = write_path(7, 1, 7)
     assert plan(shards, replace(RULES, settle=0)) is None  # 7 < FANOUT, tiers 0/1 are writes'
     assert plan(shards, RULES) == Plan(0, 7, 3)
     # a shard left small by deletions between tier-2 ones rides along in the run
@@ -83,7 +134,7 @@ def test_blocked_shards_break_runs() -> None:
 
 
 def test_tier_4_only_when_allowed() -> None:
-    shards = (*(stub(32768, 3, key=f"f{i}") for i in range(8)), *write_path(0, 2))
+    shards = (*(stub(32768, 3, key=f"f{i}") for i in range(8)), *write_path(0, 1))
     assert plan(shards, RULES) is None
     assert plan(shards, MergeRules.for_tier(4)) == Plan(0, 8, 4)
     assert plan(write_path(16), MergeRules.for_tier(layout.MAX_TIER)) is None  # merges off
@@ -102,3 +153,7 @@ def test_the_bench_layout_holds_every_episode_once(n: int) -> None:
     assert sum(p.docs for p in planned) == n
     assert all(sum(p.parts) == p.docs for p in planned if p.parts)
     assert planned[-1].tail and not any(p.tail for p in planned[:-1])
+    # a tier-3 shard keeps the lists of what it merged: tier-2 shards folded of 8 tier-1 ones
+    assert all(sum(p.groups) == len(p.parts) for p in planned if p.tier == 3)
+    assert all(set(p.groups) == {8} for p in planned if p.tier == 3 and p.docs % 4096 == 0)
+    assert not any(p.groups for p in planned if p.tier < 3)

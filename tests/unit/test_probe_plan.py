@@ -24,15 +24,18 @@ DOCS = 300  # 4,800 rows a shard: above IVF_MIN_ROWS, 37 lists
 OTHER = _unit(np.random.default_rng(99).normal(size=(64, DIM)))
 
 
-def _shard(topics: np.ndarray, seed: int) -> Shard:
+def _docs(topics: np.ndarray, seed: int) -> list[Doc]:
     rng = np.random.default_rng(seed)
     vectors = _mixtures(rng, topics, DOCS * ROWS_PER_DOC).reshape(DOCS, ROWS_PER_DOC, DIM)
     one = [(0, 1, ["word"])] * ROWS_PER_DOC
-    docs = [
+    return [
         Doc(f"s{seed}-{i:04d}", i, i, i, None, ["word"], vectors[i], passages=one)
         for i in range(DOCS)
     ]
-    shard = Shard.from_bytes(build(docs, model="m", dim=DIM))
+
+
+def _shard(topics: np.ndarray, seed: int) -> Shard:
+    shard = Shard.from_bytes(build(_docs(topics, seed), model="m", dim=DIM))
     assert shard.ivf_index() is not None
     return shard
 

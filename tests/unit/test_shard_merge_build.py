@@ -4,13 +4,17 @@ stays in its list, and a search over the merged shard plans the lists it planned
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from memlake.search.index import ivf
+from memlake.search.index import ivf, layout
+from memlake.search.index.cache import ShardCache
 from memlake.search.index.shard import Doc, Shard
 from memlake.search.index.shard_build import build
-from tests.unit.test_probe_plan import DOCS, OTHER, _queries, _shard
+from memlake.store.local import LocalStore
+from tests.unit.test_probe_plan import DOCS, OTHER, _docs, _queries, _shard
 from tests.unit.test_vector_scan_sq8 import DIM, TOPICS
 
 
@@ -102,3 +106,27 @@ def test_rows_of_an_input_without_ivf_go_to_the_nearest_list(inputs: list[Shard]
     centroids, lists = got
     tail = np.asarray(merged.vectors[-40:])
     assert np.array_equal(lists[-40:], np.argmax(tail @ centroids.T, axis=1))
+
+
+def test_a_fold_trains_its_own_lists_and_a_bigger_merge_keeps_its_inputs(tmp_path: Path) -> None:
+    """Maintenance folds the write path's tier-1 shards into a partial tier-2 shard, which
+    trains its IVF as the write path's own tier-2 merges do (the union of 512-episode shards'
+    lists probed worse: decision 2515); merges into tier 3 and above keep the inputs' lists."""
+    store = LocalStore(tmp_path)
+    writer = layout.Layout(ShardCache(0), store, "t", 1, "m")
+    parts = [writer.seal(_docs(TOPICS[:32], 1)), writer.seal(_docs(TOPICS[16:48], 2))]
+    inputs = [Shard.from_bytes(store.get(p.key)) for p in parts]
+    union = np.concatenate([s.ivf_lists()[0] for s in inputs])  # type: ignore[index]
+
+    def centroids(tier: int) -> np.ndarray:
+        merged = writer.merge(parts, tier)
+        assert merged.tier == tier and merged.docs == 2 * DOCS
+        shard = Shard.from_bytes(store.get(merged.key))
+        got = shard.ivf_lists()
+        assert got is not None
+        return got[0]
+
+    assert np.array_equal(centroids(layout.MAX_TIER + 1), union)
+    trained = centroids(layout.MAX_TIER)
+    assert len(trained) == ivf.nlist_for(2 * DOCS * len(inputs[0].vectors) // DOCS)
+    assert not np.array_equal(trained, union[: len(trained)])

@@ -1,26 +1,24 @@
-"""Merges of big index shards, off the write path: tiers 3 and 4 (docs/decisions/2501).
+"""Merges of index shards, off the write path: tiers 3 and 4, and folds of the write path's
+tier-1 shards into a partial tier-2 one (docs/decisions/2501, 2515).
 
 The write path (memlake.search.index.layout) builds shards up to tier 2 (4,096 episodes) inside
 its commits, so a tenant of 100k episodes holds ~24 tier-2 shards, and every search pays each
 shard's fixed work. Maintenance (memlake.maintenance: the serve tick, the scheduled Lambda,
 `memlake maintain`) merges runs of them here, never inside a request:
 
-- `plan` (pure, over the manifest's shard tuple) picks one run of adjacent *settled* shards (up
-  to the last tier-2-sized one: the write path never merges those again): the oldest FANOUT
-  shards of one size class (tier 2 -> 3: 32,768 episodes; 3 -> 4 when `MergeRules.top` is 4),
-  else the newest tier-2 shards once there are `settle` of them, with the partial tier-3 shard
-  before them while the sum fits a tier 3 (so at most a partial and one fresh tier-2 shard
-  wait behind the full ones), else one merged shard whose dead docs pass DEAD_FRACTION (writes
-  never rebuild those: layout.maintained). Adjacent because shards partition the commit
-  versions (state.shard_of_seq bisects on seq[0]): a merged shard covers its inputs' range.
+- `memlake.search.merge_policy.plan` (pure, over the manifest's shard tuple) picks one run of
+  adjacent shards: tier-2 shards into tier 3 (and 3 into 4 where allowed), or the write
+  path's tier-1 shards folded into a partial tier-2 one (decision 2515), or a merged shard
+  rebuilt without its dead docs.
 - `merge_shards` builds the merged shard outside any lock from a snapshot's shards
-  (Layout.merge: dead docs dropped, the IVF the union of the inputs', nothing re-embedded or
-  re-trained), writes its object under a new key (create-exclusive), then swaps it in by
-  compare-and-swap (Lake.replace_segments, as compaction): against the newest manifest of
-  every attempt, only if the inputs are still there with the same keys. Deletes and updates
-  meanwhile only add ids to the inputs' `dead` lists: those ids move to the merged shard's
-  `dead`. Inputs rebuilt or merged by someone else: this round gives up, its object is
-  garbage for GC. A crash anywhere before the swap leaves the old shards named and serving.
+  (Layout.merge: dead docs dropped, nothing re-embedded; above tier 2 the IVF the union of
+  the inputs', not re-trained), writes its object under a new key (create-exclusive), then
+  swaps it in by compare-and-swap (Lake.replace_segments, as compaction): against the newest
+  manifest of every attempt, only if the inputs are still there with the same keys. Deletes
+  and updates meanwhile only add ids to the inputs' `dead` lists: those ids move to the
+  merged shard's `dead`. Inputs rebuilt or merged by someone else: this round gives up, its
+  object is garbage for GC. A crash anywhere before the swap leaves the old shards named and
+  serving.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 from memlake.episodes import TABLE
 from memlake.errors import Unavailable
@@ -37,6 +34,7 @@ from memlake.lake.manifest import Manifest
 from memlake.search.index import backlog, layout
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
+from memlake.search.merge_policy import MergeRules, plan
 
 log = logging.getLogger("memlake.search.merging")
 #: a merge's wall time and peak memory per byte of its input shard objects, to leave one that
@@ -44,40 +42,6 @@ log = logging.getLogger("memlake.search.merging")
 #: on one shared core and 2.3x their inputs' bytes: docs/performance.md; with a margin)
 SECONDS_PER_MB = 0.04
 MEMORY_PER_BYTE = 2.6
-
-
-@dataclass(frozen=True)
-class MergeRules:
-    """The tiers maintenance builds: `top` (3: runs of tier-2 shards into 32,768 episodes;
-    4: also runs of tier-3 shards), `fanout` shards of one size class per full merge, `base`
-    docs in a full tier-2 shard, `settle` newest tier-2 shards merged before they are FANOUT.
-    Tests pass small numbers; `for_tier` takes the write path's (layout)."""
-
-    top: int = 3
-    fanout: int = 8
-    base: int = 4096
-    settle: int = 2
-
-    @classmethod
-    def for_tier(cls, top: int) -> MergeRules:
-        return cls(top, layout.FANOUT, layout.TAIL_DOCS * layout.FANOUT**layout.MAX_TIER)
-
-    def capacity(self, level: int) -> float:
-        """Docs of a full shard of size class `level` (2: a full tier-2 shard)."""
-        return float(self.base * float(self.fanout) ** (level - layout.MAX_TIER))
-
-    def level(self, info: ShardInfo) -> int:
-        """Size class of a shard by its live docs: 2 up to `base`, 3 up to fanout x that..."""
-        level = 0
-        while info.live > self.capacity(level):
-            level += 1
-        return level
-
-
-class Plan(NamedTuple):
-    start: int  # shards[start:end] merge into one shard of `tier`
-    end: int
-    tier: int
 
 
 @dataclass
@@ -88,68 +52,6 @@ class MergeReport:
     seconds: float = 0.0
     gave_up: int = 0  # merges whose inputs changed before the swap (objects left to GC)
     deferred: int = 0  # merges due but not started: they would pass the deadline
-
-
-def plan(
-    shards: tuple[ShardInfo, ...], rules: MergeRules, blocked: frozenset[int] = frozenset()
-) -> Plan | None:
-    """The next run of `shards` to merge (None: nothing to do); shards at `blocked`
-    positions (holding episodes whose vectors are pending, older formats) are never taken."""
-    if rules.top <= layout.MAX_TIER:
-        return None
-    settled = 0  # shards[:settled] are past the write path's merges
-    for i, s in enumerate(shards):
-        if not s.tail and (s.tier >= layout.MAX_TIER or rules.level(s) >= layout.MAX_TIER):
-            settled = i + 1
-    ok = [i not in blocked and not shards[i].tail and shards[i].live > 0 for i in range(settled)]
-    levels = [rules.level(s) for s in shards[:settled]]
-    for start in range(settled):  # full runs, oldest first
-        run = _full_run(levels, ok, start, rules)
-        if run is not None:
-            return run
-    settle = _settle_run(shards, levels, ok, rules)
-    if settle is not None:
-        return settle
-    for i in range(settled):  # merged shards the write path will not purge
-        s = shards[i]
-        if ok[i] and layout.maintained(s) and len(s.dead) > layout.DEAD_FRACTION * s.docs:
-            return Plan(i, i + 1, max(s.tier, levels[i]))
-    return None
-
-
-def _settle_run(
-    shards: tuple[ShardInfo, ...], levels: list[int], ok: list[bool], rules: MergeRules
-) -> Plan | None:
-    """The newest tier-2 shards (after the last bigger one or the last one a merge must not
-    take; smaller ones among them ride along) once there are `rules.settle` of them, with
-    that bigger one when it is a partial tier 3 they fit in; None otherwise."""
-    top2 = layout.MAX_TIER
-    last = max((i for i, level in enumerate(levels) if level > top2), default=-1)
-    start = max([last + 1, *(i + 1 for i in range(last + 1, len(levels)) if not ok[i])])
-    fresh = range(start, len(levels))
-    if not rules.settle or sum(levels[i] == top2 for i in fresh) < rules.settle:
-        return None
-    live = sum(shards[i].live for i in fresh)
-    partial = start == last + 1 and last >= 0 and ok[last] and levels[last] == top2 + 1
-    if partial and shards[last].live + live <= rules.capacity(top2 + 1):
-        return Plan(last, len(levels), top2 + 1)
-    return Plan(start, len(levels), top2 + 1)
-
-
-def _full_run(levels: list[int], ok: list[bool], start: int, rules: MergeRules) -> Plan | None:
-    """`rules.fanout` adjacent shards of one size class from `start` (smaller ones between
-    them ride along), or None."""
-    level = levels[start]
-    if not ok[start] or not layout.MAX_TIER <= level < rules.top:
-        return None
-    count = 0
-    for i in range(start, len(levels)):
-        if not ok[i] or levels[i] > level:
-            return None
-        count += levels[i] == level
-        if count == rules.fanout:
-            return Plan(start, i + 1, level + 1)
-    return None
 
 
 def blocked_positions(snap: Snapshot, state: SearchState) -> frozenset[int]:

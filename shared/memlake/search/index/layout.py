@@ -180,9 +180,12 @@ class Layout:
 
     def merge(self, parts: list[ShardInfo], tier: int) -> ShardInfo:
         """One sealed shard of tier `tier` holding the live docs of `parts` (adjacent, oldest
-        first), its IVF index the union of theirs: maintenance's merges of big shards
-        (memlake.search.merging), never a write's."""
-        return replace(self._write(parts, [], tail=False, reuse_lists=True), tier=tier)
+        first): maintenance's merges (memlake.search.merging), never a write's. Above
+        MAX_TIER its IVF index is the union of theirs (decision 2501); a partial tier-2 shard
+        folded of tier-1 ones trains its own, as the write path's tier-2 merges do (a union
+        of 512-doc shards' lists probed worse: decision 2515)."""
+        merged = self._write(parts, [], tail=False, reuse_lists=tier > MAX_TIER)
+        return replace(merged, tier=tier)
 
     def apply(self, state: SearchState, docs: list[Doc]) -> SearchState:
         shards = [s for s in state.shards if s.live > 0 or s.tail]
