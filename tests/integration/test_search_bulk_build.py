@@ -71,7 +71,7 @@ def test_layout_is_the_one_commits_through_the_hooks_reach(
 
 @pytest.mark.parametrize(
     ("fanout", "n", "first", "groups"),
-    [(2, 37, (16, 16), ()), (4, 200, (16,) * 8, (4, 4))],  # 4: of two folded tier-2 shards
+    [(2, 37, (16, 16), ()), (4, 200, (4,) * 32, (16, 16))],  # 4: of two folded tier-2 shards
 )
 def test_a_bulk_built_tenant_searches_and_takes_writes_like_a_filled_one(
     tmp_path: Path,

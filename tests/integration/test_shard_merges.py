@@ -92,36 +92,39 @@ def test_search_finds_the_same_before_and_after_a_merge(tmp_path: Path, rules: M
     assert merge_shards(lake, T, rules=rules).merged == 0  # nothing left to do
 
 
-def test_the_write_paths_tier_1_shards_fold_into_a_partial_shard_that_fills(
+def test_the_write_paths_small_shards_fold_into_partial_shards_that_fill(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fanout 4: tiers of 4, 16 and 64 episodes, so the write path leaves up to three tier-1
-    shards, each searched on its own; maintenance folds them into one (decision 2515)."""
+    and three tier-0 shards, each searched on its own; maintenance folds them (decision 2515)."""
     monkeypatch.setattr(layout, "TAIL_DOCS", 4)
     monkeypatch.setattr(layout, "FANOUT", 4)
     monkeypatch.setattr(ivf, "WEIGHT_DOCS", 64)
     rules = MergeRules.for_tier(3)
-    # GIVEN 60 episodes: three tier-1 shards, then tier-0 ones and the tail
+    # GIVEN 60 episodes: three tier-1 shards, two tier-0 ones and the tail
     lake, ctx = make(tmp_path, HashEmbedder())
     ids = fill(lake, 60)
     assert shape(lake) == [(16, 1)] * 3 + [(4, 0)] * 3
     queries = ["item3", "topic2 note4", "shared words", "item30 topic1", "note6 item57"]
     before = [(hits(ctx, q), hits(ctx, q, params=VEC_ONLY)) for q in queries]
-    # WHEN maintenance runs: one partial tier-2 shard holds their 48 episodes
-    report = merge_shards(lake, T, rules=rules)
-    assert (report.merged, report.shards_in, report.docs) == (1, 3, 48)
-    assert shape(lake) == [(48, 2)] + [(4, 0)] * 3
-    # THEN every search finds the same episodes with the same scores
-    for (hybrid, vector), q in zip(before, queries, strict=True):
-        for old, new in ((hybrid, hits(ctx, q)), (vector, hits(ctx, q, params=VEC_ONLY))):
-            assert new.keys() == old.keys()
-            assert all(new[i] == pytest.approx(old[i], abs=1e-5) for i in old)
-    # AND the write path goes on after it: its next tier-1 shard fills the partial one
-    ids = fill(lake, 76, start=60)
-    assert shape(lake) == [(48, 2), (16, 1), (4, 0), (4, 0), (4, 0)]
-    assert merge_shards(lake, T, rules=rules).merged == 1
-    assert shape(lake) == [(64, 2)] + [(4, 0)] * 3
-    assert all(next(iter(hits(ctx, f"item{i}"))) == ids[i] for i in range(76))
+    # WHEN maintenance runs: a partial tier-2 shard holds the tier-1 shards' 48 episodes,
+    # then a partial tier-1 shard the tier-0 ones' 8
+    for done, folded in (((1, 3, 48), [(48, 2), (4, 0), (4, 0), (4, 0)]), ((1, 2, 8), None)):
+        report = merge_shards(lake, T, rules=rules, limit=1)
+        assert (report.merged, report.shards_in, report.docs) == done
+        assert shape(lake) == (folded or [(48, 2), (8, 1), (4, 0)])
+        # THEN every search finds the same episodes with the same scores
+        for (hybrid, vector), q in zip(before, queries, strict=True):
+            for old, new in ((hybrid, hits(ctx, q)), (vector, hits(ctx, q, params=VEC_ONLY))):
+                assert new.keys() == old.keys()
+                assert all(new[i] == pytest.approx(old[i], abs=1e-5) for i in old)
+    # AND as the write path goes on, maintenance after each commit (the tick) fills the
+    # partial tier-1 shard, which then fills the partial tier-2 one
+    for end in (64, 68):
+        ids = fill(lake, end, start=end - 4)
+        merge_shards(lake, T, rules=rules)
+    assert shape(lake) == [(64, 2), (4, 0)]
+    assert all(next(iter(hits(ctx, f"item{i}"))) == ids[i] for i in range(68))
     assert merge_shards(lake, T, rules=rules).merged == 0  # a full tier-2 shard alone waits
 
 

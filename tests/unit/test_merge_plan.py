@@ -3,6 +3,7 @@ which run of adjacent shards becomes one, over the manifest's shard tuple alone.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -40,9 +41,9 @@ def test_a_tenant_of_100k_episodes_settles_on_three_full_tier_3_shards() -> None
         docs = sum(s.live for s in shards[run.start : run.end])
         shards = (*shards[: run.start], stub(docs, run.tier), *shards[run.end :])
     # THEN three shards of 32,768 episodes hold 98% of them, the three tier-1 shards are
-    # folded into one partial tier-2 shard, and the write path's tier-0 shards stay
+    # folded into one partial tier-2 shard and the two tier-0 ones into a partial tier-1 one
     assert [(s.docs, s.tier) for s in shards[:3]] == [(32768, 3)] * 3
-    assert [(s.docs, s.tier) for s in shards[3:-1]] == [(1536, 2), (64, 0), (64, 0)]
+    assert [(s.docs, s.tier) for s in shards[3:-1]] == [(1536, 2), (128, 1)]
     assert shards[-1].tail
 
 
@@ -57,16 +58,20 @@ def test_as_a_tenant_grows_at_most_one_partial_and_one_fresh_tier_2_shard_wait()
         assert all(p.tier == 3 for p in full)
 
 
-def test_as_a_tenant_grows_at_most_one_tier_1_shard_waits_beside_a_partial_tier_2_one() -> None:
+def test_as_a_tenant_grows_at_most_six_shards_follow_the_full_tier_3_ones() -> None:
     """Maintenance after every commit of 64, up to 140k episodes: the write path's tier-1
-    shards fold into a partial tier-2 shard, so besides the tier-0 shards and the tail at most
-    a partial tier-3 shard, a tier-2 one, a partial tier-2 one and a tier-1 one follow the
-    full tier-3 shards, where the write path alone leaves up to 7 tier-1 shards."""
-    for n in range(512, 140_001, 512 * 3 + 64):
+    shards fold into a partial tier-2 shard and its tier-0 ones into a partial tier-1 one, so
+    at most a partial tier-3 shard, a tier-2 one, a partial tier-2 one, a tier-1 one, a
+    partial tier-1 one and the tail follow the full tier-3 shards (one tier-0 shard waits in
+    place of the partial tier-1 one), where the write path alone leaves up to 7 tier-1 and 7
+    tier-0 shards."""
+    for n in [*range(64, 140_001, 512 * 3 + 64), *range(20_000, 20_600, 64)]:
         held = scale_tenant.layout(n)
-        small = [p for p in held if p.docs < 32768 and p.tier > 0]
-        assert sum(p.tier == 1 for p in held) <= 1, (n, [(p.docs, p.tier) for p in held])
-        assert len(small) <= 4, (n, [(p.docs, p.tier) for p in held])
+        shape = (n, [(p.docs, p.tier) for p in held])
+        assert len([p for p in held if p.docs < 32768]) <= 6, shape
+        assert sum(p.tier == 1 for p in held) <= 2, shape
+        assert sum(p.tier == 0 and not p.tail for p in held) <= 1, shape
+        assert sum(p.tier == 2 and p.docs < 4096 for p in held) <= 1, shape  # one partial
     # at 20,000 episodes in commits of 64: 16,384 + 3,584 + a tail of 32, not 9 shards
     assert [(p.docs, p.tier) for p in scale_tenant.layout(20_000)] == [
         (16384, 3), (3584, 2), (32, 0),
@@ -88,7 +93,7 @@ def test_the_write_paths_tier_1_shards_fold_into_a_partial_tier_2_shard_that_gro
     full = stub(32768, 3, key="f")
     # two tier-1 shards start a partial tier-2 shard; one alone waits (it is one already)
     assert plan((full, *write_path(0, 2, 3)), RULES) == Plan(1, 3, 2)
-    assert plan((full, *write_path(0, 1, 3)), RULES) is None
+    assert plan((full, *write_path(0, 1, 1)), RULES) is None
     # the partial takes each new one while it fits: the first of two, then none
     partial = stub(3584, 2, key="p")
     assert plan((full, partial, *write_path(0, 1, 3)), RULES) == Plan(1, 3, 2)
@@ -96,13 +101,30 @@ def test_the_write_paths_tier_1_shards_fold_into_a_partial_tier_2_shard_that_gro
     filled = stub(4096, 2, key="p")
     assert plan((full, filled, *write_path(0, 1)), RULES) is None
     assert plan((full, filled, *write_path(0, 2)), RULES) == Plan(2, 4, 2)
-    # never the tail, the tier-0 shards, a blocked one or what follows it
-    assert plan((full, partial, *write_path(0, 0, 7)), RULES) is None
+    # never the tail, a tier-0 shard, a blocked one or what follows it
+    assert plan((full, partial, *write_path(0, 0, 7)), RULES) == Plan(2, 9, 1)  # (tier 0: 1)
     shards = (full, stub(1024, 2, key="p"), *write_path(0, 3))
     assert plan(shards, RULES, blocked=frozenset({3})) == Plan(1, 3, 2)
     assert plan(shards, RULES, blocked=frozenset({1})) == Plan(2, 5, 2)  # a new partial
     assert plan(shards, replace(RULES, settle=0)) == Plan(1, 5, 2)
     assert plan(write_path(0, 2), replace(RULES, settle=0)) is None
+
+
+def test_the_write_paths_tier_0_shards_fold_into_a_partial_tier_1_shard_that_grows() -> None:
+    full, tier2 = stub(32768, 3, key="f"), stub(1024, 2, key="p")
+    # two tier-0 shards start a partial tier-1 shard; one alone waits
+    assert plan((full, *write_path(0, 0, 2)), RULES) == Plan(1, 3, 1)
+    assert plan((full, *write_path(0, 0, 1)), RULES) is None
+    # the partial takes them two at a time while they fit (8x as many folds as of tier-1
+    # shards, each training the partial's codes), or one that fills it
+    assert plan((full, tier2, stub(128, 1, key="q"), *write_path(0, 0, 2)), RULES) == Plan(2, 5, 1)
+    assert plan((full, tier2, stub(128, 1, key="q"), *write_path(0, 0, 1)), RULES) is None
+    assert plan((full, tier2, stub(448, 1, key="q"), *write_path(0, 0, 2)), RULES) == Plan(2, 4, 1)
+    assert plan((full, tier2, stub(448, 1, key="q"), *write_path(0, 0, 1)), RULES) == Plan(2, 4, 1)
+    # while one still fits, it is not among the tier-1 shards a tier-2 fold takes; full, it is
+    growing = (full, tier2, stub(256, 1, key="q"), *write_path(0))
+    assert plan(growing, RULES) is None
+    assert plan((full, tier2, stub(512, 1, key="q"), *write_path(0)), RULES) == Plan(1, 3, 2)
 
 
 def test_a_partial_tier_2_shard_joins_a_tier_3_merge_only_once_full() -> None:
@@ -153,7 +175,9 @@ def test_the_bench_layout_holds_every_episode_once(n: int) -> None:
     assert sum(p.docs for p in planned) == n
     assert all(sum(p.parts) == p.docs for p in planned if p.parts)
     assert planned[-1].tail and not any(p.tail for p in planned[:-1])
-    # a tier-3 shard keeps the lists of what it merged: tier-2 shards folded of 8 tier-1 ones
-    assert all(sum(p.groups) == len(p.parts) for p in planned if p.tier == 3)
-    assert all(set(p.groups) == {8} for p in planned if p.tier == 3 and p.docs % 4096 == 0)
-    assert not any(p.groups for p in planned if p.tier < 3)
+    # a tier-3 shard keeps the lists of what it merged: tier-2 shards of 4,096 episodes that
+    # folds made of the write path's shards (built one by one: the parts)
+    for p in planned:
+        assert sum(p.groups) == (len(p.parts) if p.tier == 3 else 0)
+        ends = list(itertools.accumulate(p.groups))
+        assert all(sum(p.parts[a:b]) == 4096 for a, b in itertools.pairwise([0, *ends]))

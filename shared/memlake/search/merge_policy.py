@@ -8,10 +8,12 @@ manifest's shard tuple, which memlake.search.merging carries out.
 - else the newest tier-2 shards once there are `settle` of them, with the partial tier-3 shard
   before them while the sum fits a tier 3 (so at most a partial and one fresh tier-2 shard
   wait behind the full ones);
-- else the write path's newest tier-1 shards (512 episodes) folded into the partial tier-2
-  shard before them while they fit, or into a new one once there are `settle` of them (the
-  write path leaves up to seven, each searched on its own). The partial, while a tier-1 shard
-  still fits in it, is not counted among the settled shards: it joins tier 3 once full;
+- else the write path's tier-1 shards (512 episodes) folded into the partial tier-2 shard
+  before them while they fit, or into a new one once there are `settle` of them; else its
+  tier-0 shards (64) likewise into a partial tier-1 shard. The write path leaves up to seven
+  of each, searched one by one (a tier-0 shard is flat: every row read). A partial shard,
+  while one of the size below still fits in it, is not counted among the shards of its
+  size: it joins the merge or fold above once full;
 - else one merged shard whose dead docs pass DEAD_FRACTION (writes never rebuild those:
   layout.maintained).
 Adjacent because shards partition the commit versions (state.shard_of_seq bisects on seq[0]):
@@ -75,8 +77,9 @@ def plan(
             settled = i + 1
     ok = [i not in blocked and not s.tail and s.live > 0 for i, s in enumerate(shards)]
     # the newest settled shard, while a tier-1 shard still fits in it, is the partial tier-2
-    # shard the folds fill (`_fold_run`): it joins the merges into tier 3 once it is full
-    growing = settled - 1 if settled and _has_room(shards[settled - 1], rules) else None
+    # shard the folds fill (`_folds`): it joins the merges into tier 3 once it is full
+    top2 = layout.MAX_TIER
+    growing = settled - 1 if settled and _has_room(shards[settled - 1], rules, top2) else None
     done = settled if growing is None else growing
     levels = [rules.level(s) for s in shards[:done]]
     for start in range(done):  # full runs, oldest first
@@ -86,7 +89,7 @@ def plan(
     settle = _settle_run(shards, levels, ok, rules)
     if settle is not None:
         return settle
-    fold = _fold_run(shards, settled, growing, ok, rules)
+    fold = _folds(shards, settled, growing, ok, rules)
     if fold is not None:
         return fold
     for i in range(settled):  # merged shards the write path will not purge
@@ -115,46 +118,77 @@ def _settle_run(
     return Plan(start, len(levels), top2 + 1)
 
 
-def _has_room(info: ShardInfo, rules: MergeRules) -> bool:
-    """Whether a tier-1 shard's docs still fit in this tier-2-sized (or smaller) shard."""
-    top2 = layout.MAX_TIER
+def _has_room(info: ShardInfo, rules: MergeRules, tier: int) -> bool:
+    """Whether a shard of tier - 1's size still fits in this one of up to `tier`'s size."""
     return (
-        rules.level(info) <= top2
+        rules.level(info) <= tier
         and not layout.maintained(info)
-        and info.live + rules.capacity(top2 - 1) <= rules.capacity(top2)
+        and info.live + rules.capacity(tier - 1) <= rules.capacity(tier)
     )
 
 
-def _fold_run(
+def _folds(
     shards: tuple[ShardInfo, ...],
     settled: int,
     growing: int | None,
     ok: list[bool],
     rules: MergeRules,
 ) -> Plan | None:
-    """The write path's newest tier-1 shards (right after the settled ones) folded into the
-    partial tier-2 shard before them (`growing`) as many as fit, or, when none fits, into a
-    new one once there are `rules.settle` of them; None otherwise. The write path would
-    leave up to 7 of them (decision 2515)."""
-    fresh = []
-    for i in range(settled, len(shards)):
-        if not ok[i] or shards[i].tier != 1:
+    """The write path's tier-1 shards after the settled ones folded into a partial tier-2
+    shard (`growing`, or a new one), else its tier-0 shards after those into a partial tier-1
+    one; None when neither is due. The write path alone leaves up to 7 of each."""
+    ones = settled
+    while ones < len(shards) and shards[ones].tier == 1 and not shards[ones].tail:
+        ones += 1
+    # the last tier-1 shard, while a tier-0 one still fits in it, is the partial tier-1 shard
+    # the tier-0 folds fill: it joins a tier-2 fold once it is full
+    partial = ones - 1 if ones > settled and _has_room(shards[ones - 1], rules, 1) else None
+    full = range(settled, ones if partial is None else partial)
+    fold = _fold(shards, full, growing, ok, rules, layout.MAX_TIER, 1)
+    if fold is not None:
+        return fold
+    zeros = ones
+    while zeros < len(shards) and shards[zeros].tier == 0 and not shards[zeros].tail:
+        zeros += 1
+    # tier-0 shards come 8 times as often, and a fold's cost is mostly the partial's codes
+    # trained anew (~1 s): they fold `settle` at a time, unless one fills the partial
+    return _fold(shards, range(ones, zeros), partial, ok, rules, 1, rules.settle)
+
+
+def _fold(
+    shards: tuple[ShardInfo, ...],
+    fresh: range,
+    growing: int | None,
+    ok: list[bool],
+    rules: MergeRules,
+    tier: int,
+    least: int,
+) -> Plan | None:
+    """The `fresh` shards (up to the first a merge must not take) folded into the partial
+    shard of `tier` right before them (`growing`) as many as fit, once `least` fit or they
+    fill it; when none fits, into a new one once there are `rules.settle` of them; None
+    otherwise."""
+    taken = []
+    for i in fresh:
+        if not ok[i]:
             break
-        fresh.append(i)
+        taken.append(i)
     room = 0.0
     if growing is not None and ok[growing]:
-        room = rules.capacity(layout.MAX_TIER) - shards[growing].live
+        room = rules.capacity(tier) - shards[growing].live
     fits = 0
-    for i in fresh:
+    for i in taken:
         if shards[i].live > room:
             break
         room -= shards[i].live
         fits += 1
-    if fits:
+    if fits and (fits >= least or room < rules.capacity(tier - 1)):
         assert growing is not None
-        return Plan(growing, fresh[fits - 1] + 1, layout.MAX_TIER)
-    if rules.settle and len(fresh) >= rules.settle:
-        return Plan(fresh[0], fresh[-1] + 1, layout.MAX_TIER)
+        return Plan(growing, taken[fits - 1] + 1, tier)
+    if fits:
+        return None
+    if rules.settle and len(taken) >= rules.settle:
+        return Plan(taken[0], taken[-1] + 1, tier)
     return None
 
 
