@@ -1,6 +1,7 @@
 """Lake maintenance, one policy for every door: the vectors writes left pending
 (memlake.search.backfill), then merges of index shards into tiers above the write path's
-(memlake.search.merging), then compaction, then GC.
+and folds of its small shards into partial ones (memlake.search.merging), then compaction,
+then GC.
 
 `maintenance_policy(settings, door)` holds every threshold, derived from Settings; the doors
 differ only in how often they run (docs/decisions/1155-maintenance-policy.md):

@@ -92,7 +92,7 @@ def plan(
     fold = _folds(shards, settled, growing, ok, rules)
     if fold is not None:
         return fold
-    for i in range(settled):  # merged shards the write path will not purge
+    for i in range(done):  # merged shards the write path will not purge (never `growing`)
         s = shards[i]
         if ok[i] and layout.maintained(s) and len(s.dead) > layout.DEAD_FRACTION * s.docs:
             return Plan(i, i + 1, max(s.tier, levels[i]))
