@@ -110,6 +110,9 @@ def test_an_error_in_the_helper_thread_reaches_the_caller(
     def broken(self: Shard, *args: Any, **kwargs: Any) -> Any:
         if threading.current_thread().name.startswith("memlake-search"):
             raise RuntimeError("damaged vectors")  # in the helper only
+        # the caller's vector tasks wait, so the helper takes one even on a busy machine
+        # (it once took none: the caller's thread had done every task before it started)
+        time.sleep(0.05)
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Shard, "vector_candidates", broken)
