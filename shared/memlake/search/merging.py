@@ -1,5 +1,5 @@
 """Merges of index shards, off the write path: tiers 3 and 4, and folds of the write path's
-tier-1 shards into a partial tier-2 one (docs/decisions/2501, 2515).
+small shards into partial ones (docs/decisions/2501, 2515).
 
 The write path (memlake.search.index.layout) builds shards up to tier 2 (4,096 episodes) inside
 its commits, so a tenant of 100k episodes holds ~24 tier-2 shards, and every search pays each
@@ -8,8 +8,8 @@ shard's fixed work. Maintenance (memlake.maintenance: the serve tick, the schedu
 
 - `memlake.search.merge_policy.plan` (pure, over the manifest's shard tuple) picks one run of
   adjacent shards: tier-2 shards into tier 3 (and 3 into 4 where allowed), or the write
-  path's tier-1 shards folded into a partial tier-2 one (decision 2515), or a merged shard
-  rebuilt without its dead docs.
+  path's tier-1 or tier-0 shards folded into a partial shard of the tier above (decision
+  2515), or a merged shard rebuilt without its dead docs.
 - `merge_shards` builds the merged shard outside any lock from a snapshot's shards
   (Layout.merge: dead docs dropped, nothing re-embedded; above tier 2 the IVF the union of
   the inputs', not re-trained), writes its object under a new key (create-exclusive), then

@@ -181,9 +181,9 @@ class Layout:
     def merge(self, parts: list[ShardInfo], tier: int) -> ShardInfo:
         """One sealed shard of tier `tier` holding the live docs of `parts` (adjacent, oldest
         first): maintenance's merges (memlake.search.merging), never a write's. Above
-        MAX_TIER its IVF index is the union of theirs (decision 2501); a partial tier-2 shard
-        folded of tier-1 ones trains its own, as the write path's tier-2 merges do (a union
-        of 512-doc shards' lists probed worse: decision 2515)."""
+        MAX_TIER its IVF index is the union of theirs (decision 2501); a fold of the write
+        path's small shards into a partial tier-1 or tier-2 one trains its own, as the write
+        path's own merges do (a union of 512-doc shards' lists probed worse: decision 2515)."""
         merged = self._write(parts, [], tail=False, reuse_lists=tier > MAX_TIER)
         return replace(merged, tier=tier)
 
