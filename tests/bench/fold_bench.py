@@ -17,7 +17,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,7 @@ def run(root: Path, episodes: int) -> dict[str, Any]:
     writes = 0  # the write path's own merges (inside a commit): none while maintenance folds
     for no, first in enumerate(range(0, episodes, TAIL_DOCS)):
         writer = Layout(ShardCache(0), store, "bench", no + 1, "m")
-        held.append(replace(writer.seal(_docs(real, first, no)), tier=0))
+        held.append(writer.seal(_docs(real, first, no)))  # tier 0, as a sealed tail
         while (span := merge_plan(tuple(held))) is not None:
             a, b = span
             held[a:b] = [writer.merge(held[a:b], held[a].tier + 1)]
