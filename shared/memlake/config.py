@@ -35,6 +35,18 @@ def _text(name: str) -> str:
     return os.environ.get(name, "").strip()
 
 
+def _latency(text: str) -> str:
+    """MEMLAKE_STORE_LATENCY, checked now (a typo fails at start, not at the first request)."""
+    if text:
+        from memlake.store.latency import LatencyModel
+
+        try:
+            LatencyModel.parse(text)
+        except ValueError as e:
+            raise ConfigurationError(f"MEMLAKE_STORE_LATENCY: {e}") from None
+    return text
+
+
 def _list(name: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in os.environ.get(name, "").split(",") if p.strip())
 
@@ -46,6 +58,9 @@ class Settings:
     data_dir: Path = Path("./memlake-data")
     bucket: str = ""
     prefix: str = ""
+    #: "" or a model of S3's timing put on every request, "25ms,90MB/s" (memlake.store.latency):
+    #: to see locally what a change costs where the lake lives (decision 4401)
+    store_latency: str = ""
     #: "token:tenant" pairs; empty means one tenant, "default", on loopback only
     api_keys: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -163,6 +178,7 @@ class Settings:
             data_dir=Path(os.environ.get("MEMLAKE_DATA_DIR", "./memlake-data")),
             bucket=os.environ.get("MEMLAKE_BUCKET", ""),
             prefix=os.environ.get("MEMLAKE_PREFIX", ""),
+            store_latency=_latency(_text("MEMLAKE_STORE_LATENCY")),
             api_keys=_list("MEMLAKE_API_KEYS"),
             allowed_origins=_list("MEMLAKE_ALLOWED_ORIGINS"),
             authorization_servers=tuple(

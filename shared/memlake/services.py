@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 
 
 def make_store(cfg: Settings) -> ObjectStore:
+    store = _base_store(cfg)
+    if cfg.store_latency:  # S3's timing on every request (memlake.store.latency)
+        from memlake.store.latency import LatencyModel, LatencyStore
+
+        return LatencyStore(store, LatencyModel.parse(cfg.store_latency))
+    return store
+
+
+def _base_store(cfg: Settings) -> ObjectStore:
     if cfg.store == "s3":
         if not cfg.bucket:
             raise ConfigurationError("MEMLAKE_BUCKET is required when MEMLAKE_STORE=s3")

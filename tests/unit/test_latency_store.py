@@ -158,3 +158,23 @@ def test_a_model_is_parsed_from_its_setting(text: str, first: float, band: float
 def test_a_bad_model_setting_is_refused_with_an_example(text: str) -> None:
     with pytest.raises(ValueError, match="like"):
         LatencyModel.parse(text)
+
+
+def test_the_server_puts_the_model_on_its_store_when_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlake.config import Settings
+    from memlake.errors import ConfigurationError
+    from memlake.services import make_store
+
+    monkeypatch.setenv("MEMLAKE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MEMLAKE_STORE_LATENCY", "5ms,50MB/s")
+    store = make_store(Settings.from_env())
+    assert isinstance(store, LatencyStore) and isinstance(store.inner, LocalStore)
+    assert store.model.first_byte == pytest.approx(0.005)
+    assert timed(lambda: store.put("a", b"1")) >= 0.005
+    monkeypatch.setenv("MEMLAKE_STORE_LATENCY", "fast")
+    with pytest.raises(ConfigurationError, match="MEMLAKE_STORE_LATENCY"):
+        Settings.from_env()
+    monkeypatch.delenv("MEMLAKE_STORE_LATENCY")
+    assert isinstance(make_store(Settings.from_env()), LocalStore)

@@ -16,7 +16,8 @@ depth of a run is the deepest request of it. `trace` keeps every request when as
 Faults for the reliability work: `tail` (a share of requests slowed by a factor),
 `slow_down` (a share answered with S3's 503 SlowDown after the latency, as the retryable
 StorageError an S3Store raises once botocore's retries are spent), seeded for repeatable runs.
-Nothing here runs unless a bench, a test or MEMLAKE_STORE_LATENCY (memlake.services) asks.
+Nothing here runs unless a bench, a test or MEMLAKE_STORE_LATENCY (memlake.services: `memlake
+serve` on the S3 model) asks.
 """
 
 from __future__ import annotations
