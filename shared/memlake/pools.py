@@ -6,9 +6,13 @@ from __future__ import annotations
 import _thread
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from queue import SimpleQueue
+
+#: how long prestart holds each thread it starts
+PRESTART_HOLD = 0.02
 
 
 class LazyPool:
@@ -18,12 +22,39 @@ class LazyPool:
         self.threads, self.prefix = threads, prefix
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._prestarted = False
 
     def get(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix=self.prefix)
             return self._pool
+
+    def prestart(self) -> None:
+        """Start the pool's threads now, from a background thread: a ThreadPoolExecutor starts
+        one per submit while none is idle, and on a busy cold core each start costs
+        milliseconds inside the caller's round of requests (one of them then starts after
+        another ended: a round trip more). Each thread is held PRESTART_HOLD seconds so the
+        next submit starts another. Once per pool."""
+        with self._lock:
+            if self._prestarted:
+                return
+            self._prestarted = True
+        threading.Thread(target=self._start_all, name=f"{self.prefix}-start", daemon=True).start()
+
+    def _start_all(self) -> None:
+        pool = self.get()
+        for _ in range(self.threads):
+            pool.submit(time.sleep, PRESTART_HOLD)
+
+
+#: requests to the object store that a caller waits on (ranged reads of shards, the segments
+#: of a search's hits): one pool, so a cold search's later rounds reuse the threads its first
+#: rounds started (starting a thread costs milliseconds on a busy cold core, and a request
+#: that starts after another ended is one more round trip; decision 4401). Each thread mostly
+#: waits on the store, which serves 100+ requests side by side. A task here never waits on
+#: another task of this pool.
+STORE_IO = LazyPool(128, "memlake-io")
 
 
 class Job:

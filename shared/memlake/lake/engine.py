@@ -120,6 +120,13 @@ class Lake:
             return Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
         with st.read_lock:
             current = st.snapshot
+            if current is None:  # cold: the hint, then its manifest (two round trips)
+                hinted = manifest_log.newest_from_hint(self.store, tenant)
+                if hinted is not None:
+                    snap = Snapshot(hinted, self.store, self.cache, self.schema, memo=st.views)
+                    st.validated_at = time.monotonic()
+                    self._install(st, snap)
+                    return snap
             known = current.version if current is not None else 0
             if current is None or time.monotonic() - st.validated_at > HINT_RECHECK_SECONDS:
                 # a long-idle cache may sit below manifests GC has since removed: re-anchor

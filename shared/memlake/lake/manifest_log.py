@@ -14,6 +14,7 @@ from memlake.errors import CorruptObject, NotFound
 from memlake.lake import keys
 from memlake.lake.checksums import damaged
 from memlake.lake.manifest import Manifest
+from memlake.pools import LazyPool
 from memlake.store.base import ObjectNotFound, ObjectStore
 
 
@@ -54,6 +55,23 @@ def newest_version(store: ObjectStore, tenant: str, known: int) -> int:
     return lo
 
 
+def newest_from_hint(store: ObjectStore, tenant: str) -> Manifest | None:
+    """A cold reader's newest manifest in two round trips (decision 4401): the hint, then the
+    manifest it names and whether the next version exists, side by side. None when that does
+    not settle it (no hint, the manifest missing or damaged, a newer version): the caller
+    then takes the probing path, which handles each of those."""
+    hinted = read_hint(store, tenant)
+    if hinted < 1:
+        return None
+    newer = _PROBES.get().submit(store.exists, keys.manifest_key(tenant, hinted + 1))
+    try:
+        manifest: Manifest | None = load_manifest(store, tenant, hinted)
+    except (NotFound, CorruptObject):
+        manifest = None
+    return None if newer.result() else manifest
+
+
+_PROBES = LazyPool(2, "memlake-manifest")
 log = logging.getLogger("memlake.lake")
 #: how far below a damaged newest manifest a reader looks for an intact one
 FALLBACK_DEPTH = 64

@@ -33,7 +33,7 @@ from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.rows import row_at
 from memlake.lake.scans import SYSTEM_COLUMNS, RowLocation, Scans, visible
 from memlake.lake.segments import SegmentCache
-from memlake.pools import LazyPool
+from memlake.pools import STORE_IO, LazyPool
 from memlake.store.base import ObjectStore
 
 T = TypeVar("T")
@@ -41,9 +41,10 @@ T = TypeVar("T")
 #: the id index: id -> (seq, segment, row, deleted), plain tuples (RowLocation's fields) because
 #: a NamedTuple per row makes building the index of a large table twice as slow
 IdIndex = dict[str, tuple[int, int, int, bool]]
-#: segments read at once by `lookup` (fetch and Parquet decoding release the GIL), and its
-#: background builds of the id index
+#: background builds of the id index (fetch and Parquet decoding release the GIL)
 _READERS = LazyPool(4, "memlake-segments")
+#: segments read at once by `lookup` (a search's hits in one round trip): the store's I/O pool
+_LOOKUPS = STORE_IO
 INDEX_AFTER_LOOKUP = True
 
 
@@ -155,7 +156,7 @@ class TableView(Scans):
         the id index is built in the background (INDEX_AFTER_LOOKUP)."""
         wanted = sorted({pos for rid in ids for pos in self.may_hold(rid)})
         if len(wanted) > 1:  # warm the cache; `find` raises for a damaged one it needs
-            list(_READERS.get().map(self._prefetch, wanted))
+            list(_LOOKUPS.get().map(self._prefetch, wanted))
         out = {rid: self.find(rid) for rid in ids}
         with self._lock:  # (a failed build is retried by the next reader of the index)
             if INDEX_AFTER_LOOKUP and self._indexing is None:

@@ -32,6 +32,7 @@ from memlake.store.base import (
     check_range,
 )
 
+MAX_CONNECTIONS = 128
 _LOST_RACE = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
@@ -89,8 +90,11 @@ class S3Store:
     def __init__(self, bucket: str, *, prefix: str = "", client: Any = None) -> None:
         if client is None:
             import boto3
+            from botocore.config import Config
 
-            client = boto3.client("s3")
+            # as many connections as reads in flight (memlake.pools.STORE_IO): botocore's
+            # default of 10 would queue a cold search's rounds (decision 4401)
+            client = boto3.client("s3", config=Config(max_pool_connections=MAX_CONNECTIONS))
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""

@@ -151,9 +151,13 @@ class Sides:
             ranged = sum(1 for no in self._vector_nos if self.shards[no].lazy)
             for _ in range(max(1, min(HELPERS, ranged))):
                 helpers.append(_HELPERS.start(partial(self._work, vector, done)))
+        # ranged shards' vector tasks first when there are any: their probed lists are read
+        # in the round of the postings read ahead, not one round after it (a helper started
+        # cold may begin only once the caller's BM25 waited for those postings; decision 4401)
+        first, then = (vector, bm25) if self._ranged_vectors() else (bm25, vector)
         try:
-            self._work(bm25, done)
-            self._work(vector, done)
+            self._work(first, done)
+            self._work(then, done)
             if isinstance(self.qvec, Future):  # no vector task planned: the hits still show it
                 self.qvec = self.qvec.result()
         except BaseException:
@@ -167,6 +171,9 @@ class Sides:
             if got is not None:
                 found[side].add(no, *got)
         return found["bm25"], found["vector"]
+
+    def _ranged_vectors(self) -> bool:
+        return any(self.shards[no].lazy for no in self._vector_nos)
 
     def _plan_once(self) -> None:
         """The probe plan across shards, by the first thread to need it (the others wait for
