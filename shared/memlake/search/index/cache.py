@@ -22,6 +22,7 @@ that does not stays ranged and bounded (no churn: a set that does not fit is nev
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -30,12 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from memlake.errors import CorruptObject
 from memlake.lake.checksums import damaged, digest, verify
-from memlake.search.index.npz_format import bad
+from memlake.search.index import npz_layout
+from memlake.search.index.npz_format import ArrayInfo, bad
 from memlake.search.index.range_cache import RangeCache, trim_dir, write_atomically
 from memlake.search.index.ranges import RangedNpz
 from memlake.search.index.shard import Shard
+from memlake.search.index.shard_source import LIST_VECTORS
 from memlake.store.base import ObjectNotFound, ObjectStore
 
 if TYPE_CHECKING:
@@ -58,6 +63,23 @@ PROMOTE = True
 #: shard checksums remembered between `expect` and the loads it precedes
 DIGESTS_KEPT = 4096
 PROMOTE_SHARE = 0.7
+
+
+def _layout(info: ShardInfo) -> dict[str, ArrayInfo] | None:
+    """The arrays' places the manifest records for the shard (None: read from the object)."""
+    if not info.arrays:
+        return None
+    return npz_layout.from_json(info.key, info.array_table(), info.bytes)
+
+
+def resident(info: ShardInfo) -> int:
+    """The bytes of the shard a whole load holds: its object's, but its list-ordered copy of
+    the vectors (read by ranges only, shard_source.LIST_VECTORS)."""
+    copy = next((a for a in info.arrays if a[0] == LIST_VECTORS), None)
+    if copy is None:
+        return info.bytes
+    _, _, dtype, shape = copy
+    return info.bytes - int(np.dtype(dtype).itemsize * math.prod(shape))
 
 
 def lazy(info: ShardInfo) -> bool:
@@ -168,9 +190,12 @@ class ShardCache:
             return hit
         expected = self._digests.get(key, "")
         if info is not None and lazy(info):
+            layout = _layout(info)
             try:
                 shard = Shard.from_ranges(
-                    RangedNpz(store, key, info.bytes, cache=self.ranges, gap=LAZY_GAP)
+                    RangedNpz(
+                        store, key, info.bytes, cache=self.ranges, gap=LAZY_GAP, layout=layout
+                    )
                 )
             except (KeyError, ValueError) as e:  # a member missing, a bad header or format
                 raise bad(key, str(e)) from e
@@ -243,7 +268,7 @@ class ShardCache:
         """After a search over `infos`: fetch its ranged shards whole in the background when all
         of them fit (PROMOTE_SHARE of the budget). Called once the search has its answer, so
         the fetch does not compete with it."""
-        if not PROMOTE or sum(i.bytes for i in infos) > PROMOTE_SHARE * self.max_bytes:
+        if not PROMOTE or sum(map(resident, infos)) > PROMOTE_SHARE * self.max_bytes:
             return
         ranged = [i.key for i in infos if (s := self.cached(i.key)) is not None and s.lazy]
         if not ranged:

@@ -34,6 +34,8 @@ import numpy as np
 from memlake.ids import new_id
 from memlake.lake import keys
 from memlake.lake.checksums import digest
+from memlake.search.index import cache as shard_cache
+from memlake.search.index import npz_layout
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.shard import Doc, Shard
 from memlake.search.index.shard_build import Rows, build, docs_of
@@ -171,6 +173,7 @@ class Layout:
             tier=0 if tail else tier_of(shard.n),
             tail=tail,
             format=shard.format,
+            arrays=_arrays_of(key, data),
         )
 
     def seal(self, docs: list[Doc], *, tail: bool = False) -> ShardInfo:
@@ -238,3 +241,11 @@ class Layout:
         (a merged shard stays maintenance's: memlake.search.merging)."""
         new = self._write([info], docs, tail=info.tail, drop=tuple(d.id for d in docs))
         return new if info.tail else replace(new, tier=max(new.tier, info.tier))
+
+
+def _arrays_of(key: str, data: bytes) -> tuple[tuple[str, int, str, tuple[int, ...]], ...]:
+    """The array table of a shard a search may open by ranges (npz_layout, decision 4401)."""
+    if len(data) < shard_cache.LAZY_MIN_BYTES:
+        return ()
+    table = npz_layout.to_json(npz_layout.layout_of(key, data))
+    return tuple((n, a, d, tuple(sh)) for n, (a, d, sh) in table.items())

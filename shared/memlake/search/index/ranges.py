@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from memlake.pools import LazyPool
+from memlake.pools import STORE_IO
 from memlake.search.index.npz_format import (
     EOCD,
     ArrayInfo,
@@ -45,9 +45,9 @@ from memlake.store.base import ObjectStore, RangeNotSatisfiable
 TAIL_BYTES = 4 << 10  # a directory of ~60 members; a format-3 shard has ~28 (~1.7 KB)
 HEAD_BYTES = 1 << 10  # local header (~55 B) + .npy header (128 B) + small members whole
 COALESCE_GAP = 256 << 10  # read over a gap this small rather than make another request
-RANGE_THREADS = 8
-
-_POOL = LazyPool(RANGE_THREADS, "memlake-range")
+#: ranged GETs go through memlake.pools.STORE_IO (128 in flight: 8 made a cold search's rounds
+#: queue into ~80 sequential round trips, decision 4401); S3Store's connection pool is as wide
+_POOL = STORE_IO
 
 
 class Slice(NamedTuple):
@@ -84,15 +84,26 @@ class RangedNpz:
         *,
         cache: RangeCache | None = None,
         gap: int | None = None,
+        layout: dict[str, ArrayInfo] | None = None,
     ) -> None:
+        """`layout`: every array's place, from the manifest (memlake.search.index.npz_layout):
+        no directory or header is read, and a whole array is one range of its data."""
         self.store = store
         self.key = key
         self.size = store.size(key) if size is None else size
         self.cache = cache if cache is not None else RangeCache(max_bytes=0)
         self.gap = COALESCE_GAP if gap is None else gap
         self._lock = threading.Lock()
-        self._infos: dict[str, ArrayInfo] = {}
+        self._infos: dict[str, ArrayInfo] = dict(layout or {})
         self._small: dict[str, bytes] = {}  # data of members that came with their header
+        self.laid_out = layout is not None
+        if layout is not None:
+            self.members = {
+                n: Member(n, f"{n}.npy".encode(), i.start, i.nbytes) for n, i in layout.items()
+            }
+            self._cd_off = self.size
+            self._ends = {n: i.start + i.nbytes for n, i in layout.items()}
+            return
         self.members, self._cd_off = self._read_directory()
         ends = sorted([m.offset for m in self.members.values()] + [self._cd_off])
         if len(set(ends)) != len(ends):
@@ -104,14 +115,17 @@ class RangedNpz:
         return list(self.members)
 
     # reading ---------------------------------------------------------------------------
-    def fetch(self, ranges: Sequence[tuple[int, int]], memory: bool = True) -> list[bytes]:
+    def fetch(
+        self, ranges: Sequence[tuple[int, int]], memory: bool = True, gap: int | None = None
+    ) -> list[bytes]:
         """The bytes of each [start, end) range of the object: cached ones from the cache, the
-        rest coalesced and fetched in parallel (kept in the cache's memory unless `memory` is
-        False: the caller holds them itself; its directory keeps them either way)."""
+        rest coalesced (over gaps of at most `gap`, default the reader's) and fetched in
+        parallel (kept in the cache's memory unless `memory` is False: the caller holds them
+        itself; its directory keeps them either way)."""
         look = self.cache.lookup
         out: list[bytes | None] = [look((self.key, s, e), memory) for s, e in ranges]
         missing = [i for i, data in enumerate(out) if data is None]
-        groups = coalesce([ranges[i] for i in missing], self.gap)
+        groups = coalesce([ranges[i] for i in missing], self.gap if gap is None else gap)
         if len(groups) > 1:
             blocks = list(_POOL.get().map(lambda g: self._get(g[0], g[1]), groups))
         else:
@@ -196,23 +210,32 @@ class RangedNpz:
         known (one more, small, the first time)."""
         return self.many([Slice(name, lo, hi)])[0]
 
-    def many(self, slices: Sequence[Slice], memory: bool = True) -> list[np.ndarray[Any, Any]]:
+    def many(
+        self, slices: Sequence[Slice], memory: bool = True, gap: int | None = None
+    ) -> list[np.ndarray[Any, Any]]:
         """Each slice's array, in at most two rounds of coalesced, parallel GETs: first whole
         members (headers and data in one range), the headers not known yet of members sliced
         by rows, and the rows whose headers are known; then the rows of the members whose
         headers the first round brought. A small member held with its header costs nothing.
-        `memory`: as for `fetch`."""
+        `memory` and `gap`: as for `fetch`."""
         for s in slices:
             self._member(s.name)
         with self._lock:
             infos, small = dict(self._infos), dict(self._small)
-        whole = list(dict.fromkeys(s.name for s in slices if _whole(s) and s.name not in small))
-        rows = [s for s in slices if not _whole(s) and s.name not in small and s.name not in whole]
+        # a whole array comes with its headers, unless the layout is known: then its data only
+        whole = list(
+            dict.fromkeys(
+                s.name
+                for s in slices
+                if _whole(s) and s.name not in small and not (self.laid_out and s.name in infos)
+            )
+        )
+        rows = [s for s in slices if s.name not in small and s.name not in whole]
         heads = list(dict.fromkeys(s.name for s in rows if s.name not in infos))
         ready = self._ranges([s for s in rows if s.name in infos], infos)
         first = [(self.members[n].offset, self._ends[n]) for n in whole]
         first += [(self.members[n].offset, self._head_end(n)) for n in heads]
-        blocks = self.fetch(first + list(ready.values()), memory)
+        blocks = self.fetch(first + list(ready.values()), memory, gap)
         data: dict[Slice | str, bytes] = dict(zip(ready, blocks[len(first) :], strict=True))
         for n, block in zip(whole + heads, blocks, strict=False):
             info = infos[n] = self._learn(self.members[n], block)
@@ -222,7 +245,7 @@ class RangedNpz:
         with self._lock:
             small = dict(self._small)
         later = self._ranges([s for s in rows if s not in data and s.name not in small], infos)
-        data.update(zip(later, self.fetch(list(later.values()), memory), strict=True))
+        data.update(zip(later, self.fetch(list(later.values()), memory, gap), strict=True))
         out = []
         for s in slices:
             info = infos[s.name]

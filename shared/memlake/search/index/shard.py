@@ -67,6 +67,8 @@ from memlake.search.index import ivf, shard_vectors, vector_scan
 from memlake.search.index.arrays import F32, I32, I64
 from memlake.search.index.shard_bm25 import Bm25Postings
 from memlake.search.index.shard_source import (
+    LIST_VECTORS,
+    ListRowReader,
     RangedSource,
     RowReader,
     ShardIvf,
@@ -144,7 +146,7 @@ class Shard(Bm25Postings, ShardVectors):
         self.lazy = npz is not None
         #: the rows (float16 in a format-5 IVF shard, else float32); a RowReader (rows read
         #: when indexed) for a ranged shard with IVF
-        self.vectors: Any = arrays["vectors"] if "vectors" in arrays else RowReader(npz, "vectors")  # type: ignore[arg-type]
+        self.vectors: Any = arrays["vectors"] if "vectors" in arrays else _rows_of(npz, self)
         self.chunk_doc: I32 = arrays["chunk_doc"]
         self.n = len(self.id_list)
         self.norm = norm_of(self.doc_len)
@@ -207,8 +209,14 @@ class Shard(Bm25Postings, ShardVectors):
     # serialisation -------------------------------------------------------------------
     @classmethod
     def from_bytes(cls, data: bytes) -> Shard:
+        """A whole shard: every array but LIST_VECTORS (a copy of `vectors` for ranged reads)."""
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return cls({name: npz[name] for name in npz.files})
+            return cls({name: npz[name] for name in npz.files if name != LIST_VECTORS})
+
+    def row_places(self) -> npt.NDArray[np.int64] | None:
+        """Where the rows of the IVF lists read so far lie in list order (ranged shards)."""
+        index = self._ivf
+        return index.row_places if isinstance(index, ShardIvf) else None
 
     @classmethod
     def from_ranges(cls, npz: RangedNpz) -> Shard:
@@ -272,3 +280,15 @@ class Shard(Bm25Postings, ShardVectors):
                     self._faiss = vector_scan.flat_index(self.vectors, self.dim, sq8)
                     self._grew(int(self._faiss.ntotal) * int(self._faiss.sa_code_size()))
         return self._faiss
+
+
+def _rows_of(npz: RangedNpz | None, shard: Shard) -> RowReader:
+    """A ranged shard's re-score rows: from LIST_VECTORS where the shard has them (rows of its
+    probed lists, in list order), else by row from `vectors` (decision 4401)."""
+    assert npz is not None  # a whole shard holds its vectors
+    if LIST_VECTORS in npz.members:
+        copy, rows = npz.info(LIST_VECTORS), npz.info("vectors")
+        if (copy.dtype, copy.shape) != (rows.dtype, rows.shape):
+            raise ValueError(f"{LIST_VECTORS} {copy.shape} is not a copy of vectors {rows.shape}")
+        return ListRowReader(npz, shard.row_places)
+    return RowReader(npz, "vectors")

@@ -19,6 +19,7 @@ import numpy as np
 from memlake.search.index import ivf
 from memlake.search.index.arrays import I64
 from memlake.search.index.shard import FORMAT, K1, NO_CONTEXT, B, Doc, Shard, _blob
+from memlake.search.index.shard_source import EAGER, LIST_VECTORS
 from memlake.search.index.text import episode_terms, passage_terms
 
 #: episode id -> (episode row, passage starts, passage ends, vectors embedded) for re-tokenising
@@ -254,6 +255,12 @@ def build(
             arrays.update(ivf.index_arrays(arrays["vectors"], *union))
         # format 5: the re-score vectors of an IVF shard in half precision (decision 2504)
         arrays["vectors"] = arrays["vectors"].astype(np.float16)
+        # and the same rows in list order: a cold search's re-score candidates lie together
+        # with the others of their probed lists, a few ranges instead of one a row (4401)
+        rows = np.asarray(arrays["ivf_rows"], np.int64)
+        arrays[LIST_VECTORS] = arrays["vectors"][rows]
+    # the arrays a ranged open reads first lie together: a few ranges (decision 4401)
+    arrays = {n: arrays[n] for n in EAGER if n in arrays} | arrays
     sink = io.BytesIO()
     np.savez(sink, **arrays)
     del arrays  # before the copy of the bytes: a merge would hold its shard three times

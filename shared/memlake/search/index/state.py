@@ -44,6 +44,10 @@ class ShardInfo:
     tail: bool = False
     format: int = 1  # the shard object's format (memlake.search.index.FORMAT)
     sha256: str = ""  # of the object's bytes ("" in states written before checksums)
+    #: where each array of a big shard lies (name, first data byte, dtype, shape): a cold
+    #: search opens it without reading its directory and headers (npz_layout, decision 4401);
+    #: () for small shards and states written before
+    arrays: tuple[tuple[str, int, str, tuple[int, ...]], ...] = ()
 
     @property
     def live(self) -> int:
@@ -64,7 +68,12 @@ class ShardInfo:
             "tail": self.tail,
             "format": self.format,
             **({"sha256": self.sha256} if self.sha256 else {}),
+            **({"arrays": self.array_table()} if self.arrays else {}),
         }
+
+    def array_table(self) -> dict[str, list[Any]]:
+        """`arrays` as the manifest writes it (npz_layout.to_json's shape)."""
+        return {n: [a, d, list(sh)] for n, a, d, sh in self.arrays}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ShardInfo:
@@ -83,6 +92,7 @@ class ShardInfo:
             tail=bool(d.get("tail", False)),
             format=int(d.get("format", 1)),
             sha256=str(d.get("sha256", "")),
+            arrays=_arrays(d.get("arrays")),
         )
 
     def may_match(self, context: str | None, start_us: int | None, end_us: int | None) -> bool:
@@ -94,6 +104,17 @@ class ShardInfo:
         if end_us is not None and self.time[0] > end_us:
             return False
         return context is None or self.contexts is None or context in self.contexts
+
+
+def _arrays(doc: Any) -> tuple[tuple[str, int, str, tuple[int, ...]], ...]:
+    """A shard's array table as the manifest holds it; anything else reads as none (the
+    reader then learns the layout from the object itself, as before the table existed)."""
+    if not isinstance(doc, dict):
+        return ()
+    try:
+        return tuple((str(n), a, str(d), tuple(sh)) for n, (a, d, sh) in doc.items())
+    except (TypeError, ValueError):
+        return ()
 
 
 @dataclass(frozen=True)
