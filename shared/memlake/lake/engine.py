@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -28,9 +29,10 @@ from memlake.lake.checksums import CHECK_HINT
 from memlake.lake.commit_state import Hooks, PendingChange, RetryPolicy, TenantState
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
-from memlake.lake.segments import SegmentCache, write_segment
+from memlake.lake.segments import SegmentCache, encode_segment
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
+from memlake.pools import STORE_IO
 from memlake.store.base import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
@@ -181,7 +183,7 @@ class Lake:
     def _commit_batch(self, tenant: str, st: TenantState, batch: list[PendingChange]) -> None:
         try:
             for attempt in range(self.retry.attempts):
-                snap = self.snapshot(tenant)
+                snap, newer = self._commit_snapshot(tenant, st, first=attempt == 0)
                 refuse_writes_onto(snap)
                 txn = Transaction(snap)
                 for p in batch:
@@ -191,10 +193,15 @@ class Lake:
                         child.merge_into_parent()
                     except Exception as e:  # rejects this change alone
                         p.result, p.error = None, e
+                settled = not txn.has_changes() or any(p.error is not None for p in batch)
+                if newer is not None and settled:  # a verdict on an old snapshot does not count
+                    if newer.result():
+                        continue  # validated again on the newest (no wait: no contention seen)
+                    newer = None
                 if not txn.has_changes():
                     return
                 try:
-                    manifest = self._write(tenant, snap, txn)
+                    manifest = self._write(tenant, snap, txn, newer)
                 except PreconditionFailed:
                     time.sleep(self.retry.delay(attempt))
                     continue
@@ -215,11 +222,18 @@ class Lake:
             for p in batch:
                 p.done = True
 
-    def _write(self, tenant: str, snap: Snapshot, txn: Transaction) -> Manifest:
+    def _write(
+        self, tenant: str, snap: Snapshot, txn: Transaction, newer: Future[bool] | None = None
+    ) -> Manifest:
+        """One attempt: the segments put side by side with what the commit hooks write (no
+        manifest names any of them yet), then the manifest, create-exclusive, once every one
+        of them is stored. `newer`: whether a version after `snap` exists, asked beside the
+        puts (decision 4401); one that does is a lost race."""
         version = snap.version + 1
         for prepare in self.prepare_hooks:
             prepare(snap, txn)
         tables = dict(snap.manifest.tables)
+        puts: list[Future[None]] = []
         for name in sorted(txn.staged):
             rows = txn.rows_for_segment(name)
             if not rows:
@@ -228,17 +242,38 @@ class Lake:
             # _seq is known per attempt (a retry writes new segments), so every Parquet row
             # carries its version and readers outside memlake (DuckDB, Athena) can order rows
             arrow = rows_to_table([{**r, "_seq": version} for r in rows], spec.schema(self.dim))
-            ref = write_segment(self.store, tenant, name, arrow, spec.stat_columns)
+            ref, data = encode_segment(tenant, name, arrow, spec.stat_columns)
+            puts.append(STORE_IO.get().submit(self.store.put, ref.key, data, if_absent=True))
             self.cache.add(ref.key, arrow)
             tables[name] = tables.get(name, ()) + (replace(ref, seq=version),)
-        for hook in self.commit_hooks:
-            hook(CommitContext(self, tenant, snap, txn, tables, version))
+        try:
+            for hook in self.commit_hooks:
+                hook(CommitContext(self, tenant, snap, txn, tables, version))
+        finally:
+            for put in puts:  # every segment stored (or its error raised) before going on
+                put.result()
+        if newer is not None and newer.result():
+            raise PreconditionFailed(f"version {version} exists: this commit's snapshot is old")
         extra = txn.extra if txn.has_changes() else snap.extra
         manifest = snap.manifest.next(tables, extra)
         if self.hooks.before_manifest_put is not None:
             self.hooks.before_manifest_put(tenant, version)
         self.store.put(keys.manifest_key(tenant, version), manifest.to_bytes(), if_absent=True)
         return manifest
+
+    def _commit_snapshot(
+        self, tenant: str, st: TenantState, first: bool
+    ) -> tuple[Snapshot, Future[bool] | None]:
+        """The snapshot an attempt commits onto. A first attempt of a process that read the
+        tenant lately takes the one it holds and asks whether a newer version exists beside
+        its puts (a round trip less: `_write` treats a newer one as a lost race, so the change
+        is validated again on the newest); a retry probes first, as a reader does."""
+        current = st.snapshot
+        fresh = time.monotonic() - st.validated_at <= HINT_RECHECK_SECONDS
+        if not first or current is None or current.damage is not None or not fresh:
+            return self.snapshot(tenant), None
+        next_key = keys.manifest_key(tenant, current.version + 1)
+        return current, STORE_IO.get().submit(self.store.exists, next_key)
 
     def _publish(self, tenant: str, st: TenantState, prev: Snapshot, manifest: Manifest) -> None:
         try:
@@ -259,7 +294,7 @@ class Lake:
         st = self._state(tenant)
         with st.commit_lock:
             for attempt in range(self.retry.attempts):
-                snap = self.snapshot(tenant)
+                snap, newer = self._commit_snapshot(tenant, st, first=attempt == 0)
                 refuse_writes_onto(snap)
                 manifest = build(snap)
                 if manifest is None:

@@ -79,12 +79,21 @@ def column_stats(table: pa.Table, columns: tuple[str, ...]) -> dict[str, Any]:
 def write_segment(
     store: ObjectStore, tenant: str, table_name: str, table: pa.Table, stat_columns: tuple[str, ...]
 ) -> SegmentRef:
+    ref, data = encode_segment(tenant, table_name, table, stat_columns)
+    store.put(ref.key, data, if_absent=True)
+    return ref
+
+
+def encode_segment(
+    tenant: str, table_name: str, table: pa.Table, stat_columns: tuple[str, ...]
+) -> tuple[SegmentRef, bytes]:
+    """A new segment's reference and bytes, not written yet (the caller puts them, create-
+    exclusive, before any manifest names the reference)."""
     data = encode_table(table)
     key = keys.segment_key(tenant, table_name, new_id())
-    store.put(key, data, if_absent=True)
     ids = table.column("id")
     mm = pc.min_max(ids).as_py() if table.num_rows else {"min": "", "max": ""}
-    return SegmentRef(
+    ref = SegmentRef(
         key=key,
         seq=0,
         rows=table.num_rows,
@@ -94,6 +103,7 @@ def write_segment(
         max_id=mm["max"] or "",
         stats=column_stats(table, stat_columns),
     )
+    return ref, data
 
 
 class SegmentCache:

@@ -90,6 +90,8 @@ class TableView(Scans):
                 best = dict(prev._index)
                 self.unreadable.update(prev.unreadable)
                 start = len(old)
+        if len(self.segments) - start > 1:  # read side by side, then indexed in order
+            list(_LOOKUPS.get().map(self._prefetch, range(start, len(self.segments))))
         for pos in range(start, len(self.segments)):
             seg = self.segments[pos]
             try:
@@ -123,7 +125,11 @@ class TableView(Scans):
 
     # reads through the id index ----------------------------------------------------------
     def locate(self, row_id: str) -> RowLocation | None:
-        """Where the newest version of row_id is (a tombstone too), or None if it never was."""
+        """Where the newest version of row_id is (a tombstone too), or None if it never was.
+        An id no segment's id range holds (a new one) is None without the id index: a cold
+        writer's first commit would read every segment to build it (decision 4401)."""
+        if not self._index_at_hand() and not self.may_hold(row_id):
+            return None
         loc = self.index.get(row_id)
         if self.unreadable:
             self.raise_if_unreadable_may_hold(row_id, None if loc is None else loc[:2])
