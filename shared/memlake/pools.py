@@ -43,9 +43,12 @@ class LazyPool:
         threading.Thread(target=self._start_all, name=f"{self.prefix}-start", daemon=True).start()
 
     def _start_all(self) -> None:
-        pool = self.get()
-        for _ in range(self.threads):
-            pool.submit(time.sleep, PRESTART_HOLD)
+        try:
+            pool = self.get()
+            for _ in range(self.threads):
+                pool.submit(time.sleep, PRESTART_HOLD)
+        except RuntimeError:  # the process is exiting: no pool takes work any more
+            return
 
 
 #: requests to the object store that a caller waits on (ranged reads of shards, the segments

@@ -150,3 +150,20 @@ def test_exit_waits_for_a_running_call_and_stops_idle_helpers() -> None:
                          text=True, timeout=30)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "finished"
+
+
+def test_prestart_starts_every_thread_once_and_quietly_lets_a_process_exit() -> None:
+    pool = LazyPool(6, "test-prestart")
+    pool.prestart()
+    pool.prestart()  # once per pool
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        started = [t for t in threading.enumerate() if t.name.startswith("test-prestart_")]
+        if len(started) == 6:
+            break
+        time.sleep(0.01)
+    assert len(started) == 6
+    # a process that exits at once (the stdio door given no input) says nothing about it
+    code = "from memlake.pools import STORE_IO; STORE_IO.prestart()"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
