@@ -285,3 +285,21 @@ def test_on_s3_a_slice_reads_only_its_bytes(s3_store: CountingStore, data: bytes
     heads = ranges.TAIL_BYTES + 2 * ranges.HEAD_BYTES + 200
     assert wanted < s3_store.bytes_read < wanted + heads
     assert s3_store.bytes_read < len(data) / 300
+
+
+def test_a_long_range_is_read_in_parts_side_by_side(
+    store: CountingStore, data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A range longer than PART_BYTES is several GETs (S3 serves each at its own ~90 MB/s),
+    joined into the same bytes."""
+    reader = RangedNpz(store, KEY, len(data))
+    info = reader.info("vectors")
+    store.reset()
+    monkeypatch.setattr(ranges, "PART_BYTES", 1 << 20)
+    got = reader.array("vectors")
+    with np.load(io.BytesIO(data), allow_pickle=False) as want:
+        assert_same(got, want["vectors"])
+    assert store.counts["get_range"] == -(-info.nbytes // (1 << 20))  # (its header fits)
+    assert ranges.split(0, 5) == [(0, 5)] and ranges.split(0, 3 << 20) == [
+        (0, 1 << 20), (1 << 20, 2 << 20), (2 << 20, 3 << 20)
+    ]  # fmt: skip

@@ -21,6 +21,7 @@ from memlake.pools import STORE_IO
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.passages import Embedded, EmbeddedCache, embed_passages, plan
 from memlake.search.index.text import vector_texts
+from memlake.search.query import sides
 from memlake.search.query.rerank import make_reranker
 from memlake.search.query.reranker import Reranker
 
@@ -48,7 +49,8 @@ class Searcher:
         self._reranker: Reranker | None = reranker
         disk = Path(settings.shard_cache_dir) if settings.shard_cache_dir else None
         self.shards = ShardCache(cache_bytes, disk)
-        STORE_IO.prestart()  # a cold search's rounds then find its I/O threads started (4401)
+        STORE_IO.prestart()  # a cold search's rounds then find its threads started (4401)
+        sides.prestart()
         self.embedded = EmbeddedCache(EMBED_CACHE, EMBED_CACHE_VECTORS)
         #: True once memlake.search.indexing.install made the lake's commits embed and index
         #: episodes; writes embed ahead, and the deferred pass runs, only then

@@ -45,6 +45,7 @@ from memlake.store.base import ObjectStore, RangeNotSatisfiable
 TAIL_BYTES = 4 << 10  # a directory of ~60 members; a format-3 shard has ~28 (~1.7 KB)
 HEAD_BYTES = 1 << 10  # local header (~55 B) + .npy header (128 B) + small members whole
 COALESCE_GAP = 256 << 10  # read over a gap this small rather than make another request
+PART_BYTES = 4 << 20  # the most one ranged GET asks for (`split`)
 #: ranged GETs go through memlake.pools.STORE_IO (128 in flight: 8 made a cold search's rounds
 #: queue into ~80 sequential round trips, decision 4401); S3Store's connection pool is as wide
 _POOL = STORE_IO
@@ -56,6 +57,12 @@ class Slice(NamedTuple):
     name: str
     lo: int | None = None
     hi: int | None = None
+
+
+def split(start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) as requests of at most PART_BYTES, read side by side: S3 serves each at
+    ~90 MB/s, so a 30 MB range is ~0.35 s alone and ~70 ms in 4 MiB parts (decision 4401)."""
+    return [(a, min(a + PART_BYTES, end)) for a in range(start, end, PART_BYTES)]
 
 
 def coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int, list[int]]]:
@@ -126,10 +133,12 @@ class RangedNpz:
         out: list[bytes | None] = [look((self.key, s, e), memory) for s, e in ranges]
         missing = [i for i, data in enumerate(out) if data is None]
         groups = coalesce([ranges[i] for i in missing], self.gap if gap is None else gap)
-        if len(groups) > 1:
-            blocks = list(_POOL.get().map(lambda g: self._get(g[0], g[1]), groups))
+        parts = [part for g in groups for part in split(g[0], g[1])]
+        if len(parts) > 1:
+            got = iter(_POOL.get().map(lambda p: self._get(p[0], p[1]), parts))
         else:
-            blocks = [self._get(g[0], g[1]) for g in groups]
+            got = iter([self._get(p[0], p[1]) for p in parts])
+        blocks = [b"".join(next(got) for _ in split(g[0], g[1])) for g in groups]
         for (start, _, idx), block in zip(groups, blocks, strict=True):
             for j in idx:
                 s, e = ranges[missing[j]]

@@ -116,6 +116,7 @@ class Sides:
         self._share = 1.0
         self._across = float(RESCORE_ACROSS)
         self._fetching: dict[int, Future[dict[str, Postings]]] = {}
+        self._lists_ahead: dict[int, Future[None]] = {}
         self._bm25_best = np.empty(0, np.float32)  # the best BM25 scores so far, up to cand
         self._bm25_floor = 0.0  # their cand-th best: the floor of the next BM25 task (2509)
 
@@ -186,6 +187,18 @@ class Sides:
             self.plans = probe_plans(self.shards, self.masks, q)
             self.qvec = q
             self._planned = True
+            self._lists_ahead = {
+                no: _PREFETCH.get().submit(self._read_lists, no, plan)
+                for no, plan in self.plans.items()
+                if self.shards[no].lazy and len(plan)
+            }
+
+    def _read_lists(self, no: int, plan: ivf.Probes) -> None:
+        """A ranged shard's planned lists, read for its vector task: every such shard's at
+        once once the plan is made (the tasks run a few at a time; decision 4401)."""
+        index = self.shards[no].ivf_index()
+        if index is not None:
+            index.ensure(plan.lists[0])
 
     def _work(self, take: Callable[[], Task | None], done: dict[Task, Any]) -> None:
         while not self._stopped and (task := take()) is not None:
@@ -244,6 +257,9 @@ class Sides:
         plan = self.plans.get(no)
         if plan is not None and not len(plan):
             return None  # none of the globally best lists is this shard's (decision 1303)
+        ahead = self._lists_ahead.pop(no, None)
+        if ahead is not None and not ahead.cancel():
+            ahead.exception()  # read (a failed read is read again below, and raised there)
         assert self.qvec is not None  # vector tasks exist only with a query vector
         shard = self.shards[no]
         got = shard.vector_candidates(self.qvec, self.masks[no], self.cand, plan, self._share)
@@ -369,5 +385,11 @@ def embed_ahead(embed: Callable[[str], np.ndarray], query: str) -> Future[np.nda
 _HELPERS = Helpers(HELPERS, "memlake-search")
 _EMBEDDERS = LazyPool(2, "memlake-embed")  # its own: a search never waits on a busy helper
 #: shards whose postings are read at once (each round's GETs go through ranges' own pool)
-PREFETCH_THREADS = 8
+PREFETCH_THREADS = 32  # a shard's postings and its lists ahead, for 16 ranged shards at once
 _PREFETCH = LazyPool(PREFETCH_THREADS, "memlake-prefetch")
+
+
+def prestart() -> None:
+    """Start the read-ahead threads now, in the background (memlake.pools.LazyPool.prestart):
+    a cold search's postings and lists are then asked for at once, not a thread start apart."""
+    _PREFETCH.prestart()
