@@ -14,7 +14,7 @@ from memlake.config_models import (
     default_model_cache,
     models_from_env,
 )
-from memlake.config_values import TOOLSET_NAMES, checked_url, parse_toolsets
+from memlake.config_values import TOOLSET_NAMES, checked_url, parse_latency, parse_toolsets
 from memlake.errors import ConfigurationError
 
 
@@ -38,10 +38,8 @@ def _text(name: str) -> str:
 def _latency(text: str) -> str:
     """MEMLAKE_STORE_LATENCY, checked now (a typo fails at start, not at the first request)."""
     if text:
-        from memlake.store.latency import LatencyModel
-
         try:
-            LatencyModel.parse(text)
+            parse_latency(text)
         except ValueError as e:
             raise ConfigurationError(f"MEMLAKE_STORE_LATENCY: {e}") from None
     return text

@@ -78,3 +78,33 @@ _MODEL_ARN = re.compile(r"arn:aws[a-z-]*:bedrock:[a-z0-9-]+:[0-9]*:[a-z-]+/[A-Za
 def is_bedrock_model(model: str) -> bool:
     """A Bedrock model id (cohere.rerank-v3-5:0) or model ARN."""
     return bool(_MODEL_ID.fullmatch(model) or _MODEL_ARN.fullmatch(model))
+
+
+def parse_latency(text: str) -> tuple[float, float | None]:
+    """MEMLAKE_STORE_LATENCY's 'LATENCY[,BANDWIDTH]' ('25ms', '25ms,90MB/s', '0.1s, 5mb/s') as
+    (seconds before a request's first byte, bytes a second; None: not given). ValueError with
+    an example otherwise (memlake.store.latency models S3 with it)."""
+    parts = [p.strip().lower() for p in text.split(",") if p.strip()]
+    if not parts or len(parts) > 2:
+        raise ValueError(f"expected 'LATENCY[,BANDWIDTH]' like '25ms,90MB/s', got {text!r}")
+    first = _with_unit(parts[0], (("ms", 1e-3), ("s", 1.0)), "a latency like '25ms' or '0.025s'")
+    if len(parts) == 1:
+        return first, None
+    units = (("gb/s", 1e9), ("mb/s", 1e6), ("kb/s", 1e3), ("b/s", 1.0))
+    band = _with_unit(parts[1], units, "a bandwidth like '90MB/s'")
+    if band <= 0:
+        raise ValueError(f"a bandwidth like '90MB/s', got {parts[1]!r}")
+    return first, band
+
+
+def _with_unit(text: str, units: tuple[tuple[str, float], ...], like: str) -> float:
+    for unit, scale in units:
+        if text.endswith(unit):
+            try:
+                value = float(text[: -len(unit)])
+            except ValueError:
+                break
+            if value < 0:
+                break
+            return value * scale
+    raise ValueError(f"{like}, got {text!r}")

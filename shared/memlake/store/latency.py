@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from memlake.config_values import parse_latency
 from memlake.errors import StorageError
 from memlake.store.base import ObjectInfo, ObjectStore
 
@@ -64,36 +65,12 @@ class LatencyModel:
     @classmethod
     def parse(cls, text: str) -> LatencyModel:
         """'25ms', '25ms,90MB/s' or '0.025s,50MB/s' (what MEMLAKE_STORE_LATENCY holds)."""
-        parts = [p.strip().lower() for p in text.split(",") if p.strip()]
-        if not parts or len(parts) > 2:
-            raise ValueError(f"expected 'LATENCY[,BANDWIDTH]' like '25ms,90MB/s', got {text!r}")
-        first = _seconds(parts[0])
-        band = _bytes_per_second(parts[1]) if len(parts) == 2 else S3_BANDWIDTH
-        return cls(first_byte=first, bandwidth=band)
+        first, band = parse_latency(text)
+        return cls(first_byte=first, bandwidth=S3_BANDWIDTH if band is None else band)
 
     def seconds(self, nbytes: int, slow: bool) -> float:
         first = self.first_byte * (self.tail_factor if slow else 1.0)
         return first + nbytes / self.bandwidth
-
-
-def _seconds(text: str) -> float:
-    for unit, scale in (("ms", 1e-3), ("s", 1.0)):
-        if text.endswith(unit):
-            value = float(text[: -len(unit)])
-            if value < 0:
-                break
-            return value * scale
-    raise ValueError(f"a latency like '25ms' or '0.025s', got {text!r}")
-
-
-def _bytes_per_second(text: str) -> float:
-    for unit, scale in (("gb/s", 1e9), ("mb/s", 1e6), ("kb/s", 1e3), ("b/s", 1.0)):
-        if text.endswith(unit):
-            value = float(text[: -len(unit)])
-            if value <= 0:
-                break
-            return value * scale
-    raise ValueError(f"a bandwidth like '90MB/s', got {text!r}")
 
 
 @dataclass(frozen=True)

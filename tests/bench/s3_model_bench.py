@@ -1,0 +1,251 @@
+"""Cold search, warm search and add_episode on local disk and on the S3 model, side by side
+(issue 44, decision 4401).
+
+    # once: a tenant as first_share_bench builds it (truth.json for recall)
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/first_share_bench.py \
+        build /tmp/t10k --size 10000
+    # cold/warm/add, local and S3 model (25 ms first byte, 90 MB/s a request) in one run:
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/s3_model_bench.py \
+        run /tmp/t10k [--cold 7] [--warm 60] [--adds 15] [--cache-mb 1024]
+    # one cold search's requests by round trip (what waits on what):
+    ... s3_model_bench.py trace /tmp/t10k
+
+`run` makes --cold searches, each in a fresh Lake and Searcher (memory caches empty, no /tmp
+cache; query vector given, recency off), alternating local disk and the S3 model
+(memlake.store.latency.LatencyStore over the same LocalStore), and reports per store the p50
+time, requests, bytes, peak in flight and sequential depth; then --warm searches of new
+queries in the last searcher of each kind, with a shard cache of --cache-mb (the Lambda's 256
+MiB: --cache-mb 256), the shards promoted to whole ones after the first search when they fit
+it, as a server does; then --adds add_episode calls through the
+tool (MiniLM embedding included) on a copy of the tenant. Vector-only recall@10 against the
+exact top-10 (truth.json) is taken on the warm queries, after each timed hybrid search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memlake.config import Settings  # noqa: E402
+from memlake.context import Principal  # noqa: E402
+from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
+from memlake.lake import snapshot  # noqa: E402
+from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.index import cache  # noqa: E402
+from memlake.search.query.params import SearchParams  # noqa: E402
+from memlake.search.searcher import Searcher  # noqa: E402
+from memlake.store.latency import LatencyModel, LatencyStore  # noqa: E402
+from memlake.store.local import LocalStore  # noqa: E402
+from tests.bench import search_bench  # noqa: E402
+from tests.wiring import bare_lake, indexed_context  # noqa: E402
+
+TENANT = search_bench.TENANT
+
+
+def _queries(root: Path) -> tuple[list[str], np.ndarray, list[list[str]]]:
+    texts = json.loads((root / "texts.json").read_text())
+    qvecs = np.load(root / "queries-real.npy")
+    truth = json.loads((root / "truth.json").read_text())
+    return texts, qvecs, truth
+
+
+def _store(root: Path, modelled: bool, model: LatencyModel, trace: bool = False) -> Any:
+    local = LocalStore(root)
+    return LatencyStore(local, model, trace=trace) if modelled else _Counted(local)
+
+
+class _Counted(LatencyStore):
+    """The local store with the same counters and no added time."""
+
+    def __init__(self, inner: LocalStore) -> None:
+        super().__init__(inner, LatencyModel(first_byte=0.0, bandwidth=1e18))
+
+
+VECTOR_ONLY = SearchParams(weights={"bm25": 0.0, "vector": 1.0})
+
+
+def _one_search(
+    lake: Any, searcher: Searcher, text: str, qvec: np.ndarray, params: Any = None
+) -> list[str]:
+    kw = {"params": params} if params is not None else {}
+    hits = search(
+        lake, searcher, TENANT, query=text, limit=10, recency=False, query_vector=qvec, **kw
+    )
+    return [h.id for h in hits]
+
+
+def cold(root: Path, n: int, model: LatencyModel, cache_bytes: int) -> dict[str, Any]:
+    texts, qvecs, _ = _queries(root)
+    out: dict[str, dict[str, list[float]]] = {"local": defaultdict(list), "s3": defaultdict(list)}
+    for i in range(n):
+        for kind in ("local", "s3") if i % 2 == 0 else ("s3", "local"):
+            store = _store(root, kind == "s3", model)
+            lake = bare_lake(store)
+            searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+            t0 = time.perf_counter()
+            _one_search(lake, searcher, texts[i], qvecs[i])
+            ms = (time.perf_counter() - t0) * 1000
+            s = store.reset()
+            row = out[kind]
+            row["ms"].append(ms)
+            row["requests"].append(s.requests)
+            row["MB"].append(s.bytes_read / 1e6)
+            row["peak_in_flight"].append(s.peak_in_flight)
+            row["depth"].append(s.depth)
+    return {
+        kind: {f"{k}_p50": round(statistics.median(v), 1) for k, v in row.items()}
+        for kind, row in out.items()
+    }
+
+
+def warm(root: Path, n: int, model: LatencyModel, cache_bytes: int) -> dict[str, Any]:
+    texts, qvecs, truth = _queries(root)
+    out: dict[str, Any] = {}
+    for kind in ("local", "s3"):
+        store = _store(root, kind == "s3", model)
+        lake = bare_lake(store)
+        searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+        cache.PROMOTE = True  # as a server: whole shards when the tenant fits the cache
+        _one_search(lake, searcher, texts[0], qvecs[0])  # cold: not counted
+        searcher.shards.wait_promotions()
+        cache.PROMOTE = False
+        promoted = not any(s.lazy for s in searcher.shards._items.values())
+        times, reqs, hit = [], [], []
+        for i in range(1, n + 1):
+            store.reset()
+            t0 = time.perf_counter()
+            _one_search(lake, searcher, texts[i], qvecs[i])
+            times.append((time.perf_counter() - t0) * 1000)
+            reqs.append(store.stats.requests)
+            ids = _one_search(lake, searcher, texts[i], qvecs[i], VECTOR_ONLY)
+            hit.append(len(set(ids) & set(truth[i])) / 10)
+        out[kind] = {
+            "promoted": promoted,
+            "ms_p50": round(statistics.median(times), 1),
+            "requests_p50": statistics.median(reqs),
+            "vector_recall_at_10": round(statistics.mean(hit), 3),
+        }
+    return out
+
+
+def adds(root: Path, n: int, model: LatencyModel) -> dict[str, Any]:
+    from memlake.tools import add_episode
+
+    embedder = MiniLMEmbedder.shared()
+    out: dict[str, Any] = {}
+    for kind in ("local", "s3"):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / "lake"
+            shutil.copytree(root / "tenants", copy / "tenants")
+            store = _store(copy, kind == "s3", model)
+            lake = bare_lake(store)
+            ctx = indexed_context(Principal(TENANT), lake, Settings(data_dir=copy), embedder)
+            times, reqs, depth = [], [], []
+            for i in range(n + 1):
+                text = search_bench.episode_text(10_000_000 + i * 7919 + (hash(kind) & 0xFF))
+                store.reset()
+                t0 = time.perf_counter()
+                add_episode.run(ctx, add_episode.AddEpisodeInput(content=text, context="c1"))
+                ms = (time.perf_counter() - t0) * 1000
+                s = store.reset()
+                if i:  # the first builds the id index and loads the tail shard
+                    times.append(ms)
+                    reqs.append(s.requests)
+                    depth.append(s.depth)
+            out[kind] = {
+                "ms_p50": round(statistics.median(times), 1),
+                "requests_p50": statistics.median(reqs),
+                "depth_p50": statistics.median(depth),
+            }
+    return out
+
+
+def trace(root: Path, model: LatencyModel, cache_bytes: int) -> None:
+    texts, qvecs, _ = _queries(root)
+    store = _store(root, True, model, trace=True)
+    lake = bare_lake(store)
+    searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+    t0 = time.perf_counter()
+    _one_search(lake, searcher, texts[3], qvecs[3])
+    took = (time.perf_counter() - t0) * 1000
+    by_depth: dict[int, list[Any]] = defaultdict(list)
+    members = _members(root, {r.key for r in store.trace if r.op == "get_range"})
+    for r in store.trace:
+        by_depth[r.depth].append(r)
+    for depth in sorted(by_depth):
+        reqs = by_depth[depth]
+        kinds = Counter(f"{r.op}:{_kind(r.key, r, members)}" for r in reqs)
+        start = min(r.start for r in reqs) * 1000
+        print(
+            f"depth {depth:3d} at {start:8.1f} ms: {len(reqs):4d} requests,"
+            f" {sum(r.nbytes for r in reqs) / 1e3:9.1f} KB  {dict(kinds)}"
+        )
+    s = store.stats
+    print(
+        f"cold search {took:.0f} ms: {s.requests} requests {dict(s.counts)},"
+        f" {s.bytes_read / 1e6:.1f} MB, peak {s.peak_in_flight} in flight, depth {s.depth}"
+    )
+
+
+def _members(root: Path, keys: set[str]) -> dict[str, list[tuple[int, str]]]:
+    """Each ranged object's members by offset (to name what a ranged read was for)."""
+    from memlake.search.index.ranges import RangedNpz
+
+    out = {}
+    for key in keys:
+        npz = RangedNpz(LocalStore(root), key)
+        out[key] = sorted((m.offset, m.name) for m in npz.members.values())
+    return out
+
+
+def _kind(key: str, req: Any = None, members: Any = None) -> str:
+    if members and key in members and req.range_start is not None:
+        names = [n for off, n in members[key] if off <= req.range_start]
+        return names[-1] if names else "directory"
+    parts = key.split("/")
+    if "manifest" in parts:
+        return "hint" if parts[-1].startswith("_") else "manifest"
+    return parts[2] if len(parts) > 3 else parts[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["run", "trace"])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--cold", type=int, default=7)
+    parser.add_argument("--warm", type=int, default=60)
+    parser.add_argument("--adds", type=int, default=15)
+    parser.add_argument("--cache-mb", type=int, default=1024)
+    parser.add_argument("--latency", default="25ms,90MB/s")
+    args = parser.parse_args()
+    model = LatencyModel.parse(args.latency)
+    cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
+    cache_bytes = args.cache_mb << 20
+    if args.mode == "trace":
+        trace(args.root, model, cache_bytes)
+        return
+    out = {"latency": args.latency, "cache_mb": args.cache_mb}
+    out["cold"] = cold(args.root, args.cold, model, cache_bytes)
+    print(json.dumps(out), flush=True)
+    out["warm"] = warm(args.root, args.warm, model, cache_bytes)
+    print(json.dumps(out["warm"]), flush=True)
+    if args.adds:
+        out["add_episode"] = adds(args.root, args.adds, model)
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
