@@ -16,7 +16,7 @@ cache; query vector given, recency off), alternating local disk and the S3 model
 time, requests, bytes, peak in flight and sequential depth; then --warm searches of new
 queries in the last searcher of each kind, with a shard cache of --cache-mb (the Lambda's 256
 MiB: --cache-mb 256), the shards promoted to whole ones after the first search when they fit
-it, as a server does; then --adds add_episode calls through the
+it and the episodes' id index built, as a server does; then --adds add_episode calls through the
 tool (MiniLM embedding included) on a copy of the tenant. Vector-only recall@10 against the
 exact top-10 (truth.json) is taken on the warm queries, after each timed hybrid search.
 """
@@ -118,10 +118,12 @@ def warm(root: Path, n: int, model: LatencyModel, cache_bytes: int) -> dict[str,
         store = _store(root, kind == "s3", model)
         lake = bare_lake(store)
         searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
-        cache.PROMOTE = True  # as a server: whole shards when the tenant fits the cache
+        # as a server: whole shards when the tenant fits the cache, the id index built
+        cache.PROMOTE = snapshot.INDEX_AFTER_LOOKUP = True
         _one_search(lake, searcher, texts[0], qvecs[0])  # cold: not counted
         searcher.shards.wait_promotions()
-        cache.PROMOTE = False
+        lake.snapshot(TENANT).table("episodes").wait_index()
+        cache.PROMOTE = snapshot.INDEX_AFTER_LOOKUP = False
         promoted = not any(s.lazy for s in searcher.shards._items.values())
         times, reqs, hit = [], [], []
         for i in range(1, n + 1):

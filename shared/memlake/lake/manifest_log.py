@@ -57,9 +57,10 @@ def newest_version(store: ObjectStore, tenant: str, known: int) -> int:
 
 def newest_from_hint(store: ObjectStore, tenant: str) -> Manifest | None:
     """A cold reader's newest manifest in two round trips (decision 4401): the hint, then the
-    manifest it names and whether the next version exists, side by side. None when that does
-    not settle it (no hint, the manifest missing or damaged, a newer version): the caller
-    then takes the probing path, which handles each of those."""
+    manifest it names and whether the next version exists, side by side; behind a stale hint,
+    the probe goes on from the next version. None when that does not settle it (no hint, the
+    manifest missing or damaged): the caller then takes the probing path, which handles
+    those."""
     hinted = read_hint(store, tenant)
     if hinted < 1:
         return None
@@ -68,7 +69,14 @@ def newest_from_hint(store: ObjectStore, tenant: str) -> Manifest | None:
         manifest: Manifest | None = load_manifest(store, tenant, hinted)
     except (NotFound, CorruptObject):
         manifest = None
-    return None if newer.result() else manifest
+    if not newer.result():
+        return manifest
+    # a hint a version or more behind (a writer stopped between its manifest and the hint):
+    # on from the next one, which exists
+    try:
+        return load_manifest(store, tenant, newest_version(store, tenant, hinted + 1))
+    except (NotFound, CorruptObject):
+        return None
 
 
 _PROBES = LazyPool(2, "memlake-manifest")
