@@ -18,7 +18,7 @@ from memlake.tools import add_episode, add_episode_relationship
 from tests.integration.test_search_index import HashEmbedder, T
 from tests.wiring import bare_lake, indexed_context, tool_context
 
-FIRST = 0.02
+FIRST = 0.05  # s: far above the CPU between two rounds here (the tail shard rebuilt)
 
 
 def _writer(root: Path, store: LatencyStore) -> object:

@@ -24,7 +24,7 @@ from tests.wiring import bare_lake
 
 #: first-byte latency of these tests: far above the CPU between two rounds of this small
 #: tenant, so requests meant to overlap do (depth counts requests that waited for others)
-FIRST = 0.03
+FIRST = 0.05
 #: the budget: the hint, the manifest, the shards' arrays, postings and probed lists, the
 #: re-scored rows, the hits' rows
 DEPTH_BUDGET = 6
