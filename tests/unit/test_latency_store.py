@@ -9,27 +9,20 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from memlake.store.base import ObjectNotFound, ObjectStore
 from memlake.store.latency import LatencyModel, LatencyStore, SlowDown
 from memlake.store.local import LocalStore
-from memlake.store.s3 import S3Store
+from tests.support.stores import local_or_s3
 
 FIRST = 0.02  # s before the first byte in these tests
 
 
 @pytest.fixture(params=["local", "s3"])
 def inner(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
-    if request.param == "local":
-        yield LocalStore(tmp_path / "lake")
-        return
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="lake-bucket")
-        yield S3Store("lake-bucket", client=client)
+    with local_or_s3(request.param, tmp_path) as store:
+        yield store
 
 
 def timed(call: object) -> float:

@@ -15,26 +15,21 @@ import boto3
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from memlake.errors import InvalidArgument
 from memlake.store.base import ObjectNotFound, ObjectStore, RangeNotSatisfiable
 from memlake.store.local import LocalStore
 from memlake.store.s3 import S3Store
 from tests.support.counting import CountingStore
+from tests.support.stores import local_or_s3
 
 DATA = bytes(range(256)) * 4  # 1024 distinct-enough bytes
 
 
 @pytest.fixture(params=["local", "s3"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
-    if request.param == "local":
-        yield LocalStore(tmp_path / "lake")
-        return
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="lake-bucket")
-        yield S3Store("lake-bucket", prefix="lake", client=client)
+    with local_or_s3(request.param, tmp_path, prefix="lake") as store:
+        yield store
 
 
 def test_a_range_is_start_inclusive_end_exclusive(store: ObjectStore) -> None:

@@ -201,7 +201,7 @@ class Lake:
                 if not txn.has_changes():
                     return
                 try:
-                    manifest = self._write(tenant, snap, txn, newer)
+                    manifest = self._write(tenant, snap, txn)
                 except PreconditionFailed:
                     time.sleep(self.retry.delay(attempt))
                     continue
@@ -222,13 +222,10 @@ class Lake:
             for p in batch:
                 p.done = True
 
-    def _write(
-        self, tenant: str, snap: Snapshot, txn: Transaction, newer: Future[bool] | None = None
-    ) -> Manifest:
+    def _write(self, tenant: str, snap: Snapshot, txn: Transaction) -> Manifest:
         """One attempt: the segments put side by side with what the commit hooks write (no
         manifest names any of them yet), then the manifest, create-exclusive, once every one
-        of them is stored. `newer`: whether a version after `snap` exists, asked beside the
-        puts (decision 4401); one that does is a lost race."""
+        of them is stored: onto a snapshot a newer version has passed, it loses the race."""
         version = snap.version + 1
         for prepare in self.prepare_hooks:
             prepare(snap, txn)
@@ -252,8 +249,6 @@ class Lake:
         finally:
             for put in puts:  # every segment stored (or its error raised) before going on
                 put.result()
-        if newer is not None and newer.result():
-            raise PreconditionFailed(f"version {version} exists: this commit's snapshot is old")
         extra = txn.extra if txn.has_changes() else snap.extra
         manifest = snap.manifest.next(tables, extra)
         if self.hooks.before_manifest_put is not None:
@@ -266,8 +261,9 @@ class Lake:
     ) -> tuple[Snapshot, Future[bool] | None]:
         """The snapshot an attempt commits onto. A first attempt of a process that read the
         tenant lately takes the one it holds and asks whether a newer version exists beside
-        its puts (a round trip less: `_write` treats a newer one as a lost race, so the change
-        is validated again on the newest); a retry probes first, as a reader does."""
+        its work (a round trip less): onto an old snapshot its manifest put loses the race,
+        and a change it rejected there is validated again on the newest (`_commit_batch`); a
+        retry probes first, as a reader does."""
         current = st.snapshot
         fresh = time.monotonic() - st.validated_at <= HINT_RECHECK_SECONDS
         if not first or current is None or current.damage is not None or not fresh:
@@ -294,7 +290,7 @@ class Lake:
         st = self._state(tenant)
         with st.commit_lock:
             for attempt in range(self.retry.attempts):
-                snap, newer = self._commit_snapshot(tenant, st, first=attempt == 0)
+                snap = self.snapshot(tenant)
                 refuse_writes_onto(snap)
                 manifest = build(snap)
                 if manifest is None:

@@ -24,6 +24,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from memlake.errors import StorageError
+from memlake.pools import STORE_IO
 from memlake.store.base import (
     ObjectInfo,
     ObjectNotFound,
@@ -32,7 +33,6 @@ from memlake.store.base import (
     check_range,
 )
 
-MAX_CONNECTIONS = 128
 _LOST_RACE = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
@@ -94,7 +94,8 @@ class S3Store:
 
             # as many connections as reads in flight (memlake.pools.STORE_IO): botocore's
             # default of 10 would queue a cold search's rounds (decision 4401)
-            client = boto3.client("s3", config=Config(max_pool_connections=MAX_CONNECTIONS))
+            wide = Config(max_pool_connections=STORE_IO.threads)
+            client = boto3.client("s3", config=wide)
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
