@@ -100,8 +100,12 @@ def test_add_then_get_in_two_containers(lake: dict[str, Any], added: dict[str, A
 
 
 SEARCH_TIMINGS = ROOT / ".aws-sam/sam-local-search-timings.json"
-#: a fresh container's first search, imports and the runtime's start included (issue 25)
-COLD_SEARCH_MS = 1500
+#: a fresh container's first search, imports and the runtime's start included: twice the
+#: 1.5 s cold target (issue 25), which is a benchmark's to hold (tests/bench/cold_lambda_pair.py,
+#: paired across trees); one container on a shared CI host measured 1.19-1.60 s for the same
+#: code, so this bound catches what a regression here looks like (kernels compiled, 10-20 s; a
+#: model or a service client built twice, seconds), not the host's noise (decision 2513)
+COLD_SEARCH_MS = 3000
 #: numba's kernels loaded before the first search: well under this unless they compiled
 NO_COMPILE_MS = 5000
 
@@ -112,8 +116,8 @@ def test_search_finds_the_episode_in_a_fresh_container_within_the_cold_budget(
     """The first search of a new container: with MEMLAKE_KERNELS=auto (the template's: numpy's
     kernels serve it, numba's load after it) and with MEMLAKE_KERNELS=numba, which loads
     numba's kernels before answering; from the image's cache, copied to /tmp, they load in
-    well under a second, where compiling them would take 10-20 s (decision 2502). auto within
-    the cold budget (measured here: 879 ms; numba's 1,224 ms); written to
+    well under a second, where compiling them would take 10-20 s (decision 2502). auto well
+    within twice the 1.5 s cold target (measured: 879-1,595 ms; numba's 1,224-2,225 ms); written to
     .aws-sam/sam-local-search-timings.json for docs/performance.md."""
     event = ROOT / "functions/search_episodes/event.json"
     endpoint = json.loads(lake["env"].read_text())["Parameters"]["AWS_ENDPOINT_URL_S3"]
