@@ -40,7 +40,7 @@ from memlake.search.index.npz_format import ArrayInfo, bad
 from memlake.search.index.range_cache import RangeCache, trim_dir, write_atomically
 from memlake.search.index.ranges import RangedNpz
 from memlake.search.index.shard import Shard
-from memlake.search.index.shard_source import LIST_VECTORS
+from memlake.search.index.shard_source import RANGED_COPIES
 from memlake.store.base import ObjectNotFound, ObjectStore
 
 if TYPE_CHECKING:
@@ -73,13 +73,10 @@ def _layout(info: ShardInfo) -> dict[str, ArrayInfo] | None:
 
 
 def resident(info: ShardInfo) -> int:
-    """The bytes of the shard a whole load holds: its object's, but its list-ordered copy of
-    the vectors (read by ranges only, shard_source.LIST_VECTORS)."""
-    copy = next((a for a in info.arrays if a[0] == LIST_VECTORS), None)
-    if copy is None:
-        return info.bytes
-    _, _, dtype, shape = copy
-    return info.bytes - int(np.dtype(dtype).itemsize * math.prod(shape))
+    """The bytes of the shard a whole load holds: its object's, but the copies read by ranges
+    only (shard_source.RANGED_COPIES: the vectors in list order, the postings by term)."""
+    copies = [(d, shape) for name, _, d, shape in info.arrays if name in RANGED_COPIES]
+    return info.bytes - sum(int(np.dtype(d).itemsize * math.prod(shape)) for d, shape in copies)
 
 
 def lazy(info: ShardInfo) -> bool:

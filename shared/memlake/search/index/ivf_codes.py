@@ -184,7 +184,10 @@ class Gains:
             raise CorruptObject(
                 f"{name}: ivf_gain is not one float16 a row", hint="rebuild the object"
             )
-        bad = ~np.isfinite(gain) | (gain < GAIN_RANGE[0]) | (gain > GAIN_RANGE[1])
+        # checked in float32: numpy's float16 comparisons are ~20x slower, ~5 ms for a
+        # shard's 164k rows inside a cold search's open (decision 4401); the same verdicts
+        wide = gain.astype(np.float32)
+        bad = ~np.isfinite(wide) | (wide < GAIN_RANGE[0]) | (wide > GAIN_RANGE[1])
         return cls(np.where(bad, np.float16(1), gain) if bad.any() else gain, name)
 
     def times(self, rows: I64, scores: F32) -> F32:

@@ -68,6 +68,7 @@ from memlake.search.index.arrays import F32, I32, I64
 from memlake.search.index.shard_bm25 import Bm25Postings
 from memlake.search.index.shard_source import (
     LIST_VECTORS,
+    RANGED_COPIES,
     ListRowReader,
     RangedSource,
     RowReader,
@@ -209,9 +210,10 @@ class Shard(Bm25Postings, ShardVectors):
     # serialisation -------------------------------------------------------------------
     @classmethod
     def from_bytes(cls, data: bytes) -> Shard:
-        """A whole shard: every array but LIST_VECTORS (a copy of `vectors` for ranged reads)."""
+        """A whole shard: every array but the copies ranged reads use (RANGED_COPIES: the
+        vectors in list order, the postings by term)."""
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return cls({name: npz[name] for name in npz.files if name != LIST_VECTORS})
+            return cls({name: npz[name] for name in npz.files if name not in RANGED_COPIES})
 
     def row_places(self) -> npt.NDArray[np.int64] | None:
         """Where the rows of the IVF lists read so far lie in list order (ranged shards)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from memlake.search.index import ivf
+from memlake.search.index import ivf, term_postings
 from memlake.search.index.arrays import I64
 from memlake.search.index.shard import FORMAT, K1, NO_CONTEXT, B, Doc, Shard, _blob
 from memlake.search.index.shard_source import EAGER, LIST_VECTORS
@@ -259,6 +259,8 @@ def build(
         # with the others of their probed lists, a few ranges instead of one a row (4401)
         rows = np.asarray(arrays["ivf_rows"], np.int64)
         arrays[LIST_VECTORS] = arrays["vectors"][rows]
+        # and every term's postings of both kinds together: a term one range, not four (4401)
+        arrays[term_postings.TERM_POSTINGS] = term_postings.build(arrays)
     # the arrays a ranged open reads first lie together: a few ranges (decision 4401)
     arrays = {n: arrays[n] for n in EAGER if n in arrays} | arrays
     sink = io.BytesIO()

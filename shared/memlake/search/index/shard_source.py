@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memlake.search.index import ivf, ivf_codes
+from memlake.search.index import ivf, ivf_codes, term_postings
 from memlake.search.index.arrays import F32, I32
 from memlake.search.index.npz_format import bad
 from memlake.search.index.ranges import RangedNpz, Slice
+from memlake.search.index.term_postings import TERM_POSTINGS
 
 K1 = 1.5
 B = 0.75
@@ -45,7 +46,10 @@ LIST_VECTORS = "list_vectors"
 #: read by ranges when a search needs them (their headers come with the eager round)
 ON_DEMAND = (
     "indices", "tf", "p_indices", "p_tf", "vectors", "ivf_rows", "ivf_codes", LIST_VECTORS,
+    TERM_POSTINGS,
 )  # fmt: skip
+#: copies a search reads by ranges and a whole load leaves out (decision 4401)
+RANGED_COPIES = (LIST_VECTORS, TERM_POSTINGS)
 #: coalescing gaps of reads in list order, the probed lists' codes and the candidates' rows:
 #: a gap read costs its bytes (128 KiB: ~1.4 ms at S3's 90 MB/s a request), a request more
 #: costs a first byte (~25 ms) if it waits, and a request's charge and ~1 ms of the client's
@@ -161,40 +165,65 @@ class ListRowReader(RowReader):
 
 
 class RangedSource:
-    """BM25 postings of a ranged shard, by term."""
+    """BM25 postings of a ranged shard, by term: each term's span of TERM_POSTINGS (one range
+    for both kinds) where the shard has it, else its slices of the four CSR arrays."""
 
     def __init__(self, npz: RangedNpz, ptrs: Mapping[str, Any], norms: Mapping[str, F32]) -> None:
         self.npz = npz
         #: kind ("" episodes, "p_" passages) -> (indptr, norm); formats 1 has no passages
         self.kinds = {k: (ptrs[k], norms[k]) for k in ptrs}
+        self.together = TERM_POSTINGS in npz.members
+        if self.together:
+            words = sum(2 * npz.info(k + "indices").shape[0] for k in self.kinds)
+            copy = npz.info(TERM_POSTINGS)
+            if (copy.dtype, copy.shape) != (np.dtype(np.int32), (words,)):
+                raise bad(npz.key, f"{TERM_POSTINGS} {copy.shape} does not hold its postings")
+
+    def _span(self, t: int) -> Slice:
+        p_ptr = self.kinds["p_"][0] if "p_" in self.kinds else None
+        return Slice(TERM_POSTINGS, *term_postings.span(self.kinds[""][0], p_ptr, t))
 
     def _slices(self, ids: Sequence[int]) -> list[Slice]:
         slices = []
         for t in sorted({t for t in ids if t >= 0}):
+            if self.together:
+                slices.append(self._span(t))
+                continue
             for k, (ptr, _) in self.kinds.items():
                 lo, hi = int(ptr[t]), int(ptr[t + 1])
                 slices += [Slice(k + "indices", lo, hi), Slice(k + "tf", lo, hi)]
         return slices
+
+    def _raw(self, got: Mapping[Slice, Any], t: int, kind: str) -> tuple[Any, Any]:
+        """(docs, tf) of term t of one kind, as read."""
+        ptr = self.kinds[kind][0]
+        lo, hi = int(ptr[t]), int(ptr[t + 1])
+        if not self.together:
+            return got[Slice(kind + "indices", lo, hi)], got[Slice(kind + "tf", lo, hi)]
+        n, pn = (int(p[t + 1]) - int(p[t]) for p in self._ptrs())
+        return term_postings.split(got[self._span(t)], n, pn)[kind]
+
+    def _ptrs(self) -> tuple[Any, Any]:
+        ptr = self.kinds[""][0]
+        return ptr, self.kinds["p_"][0] if "p_" in self.kinds else np.zeros(len(ptr), np.int64)
 
     def postings(self, ids: Sequence[int], kind: str) -> Postings:
         """(docs, saturated tf) of each term id (None for -1) of one kind; the other kind's
         postings of the same terms come in the same round (the next call finds them cached)."""
         slices = self._slices(ids)
         got = dict(zip(slices, self.npz.many(slices), strict=True))
-        ptr, norm = self.kinds[kind]
+        norm = self.kinds[kind][1]
         out: Postings = []
         for t in ids:
             if t < 0:
                 out.append(None)
                 continue
-            lo, hi = int(ptr[t]), int(ptr[t + 1])
             try:
-                docs = checked_postings(
-                    got[Slice(kind + "indices", lo, hi)], len(norm), f"term {t} ({kind}doc)"
-                )
+                raw_docs, raw_tf = self._raw(got, t, kind)
+                docs = checked_postings(raw_docs, len(norm), f"term {t} ({kind}doc)")
             except ValueError as e:
                 raise bad(self.npz.key, str(e)) from e
-            out.append((docs, tfc(got[Slice(kind + "tf", lo, hi)], norm, docs)))
+            out.append((docs, tfc(raw_tf, norm, docs)))
         return out
 
 
