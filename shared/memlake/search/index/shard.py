@@ -66,13 +66,13 @@ import numpy.typing as npt
 from memlake.search.index import ivf, shard_vectors, vector_scan
 from memlake.search.index.arrays import F32, I32, I64
 from memlake.search.index.shard_bm25 import Bm25Postings
+from memlake.search.index.shard_ivf import ShardIvf
 from memlake.search.index.shard_source import (
     LIST_VECTORS,
     RANGED_COPIES,
     ListRowReader,
     RangedSource,
     RowReader,
-    ShardIvf,
     checked_postings,
     fetch_eager,
     norm_of,
@@ -255,6 +255,21 @@ class Shard(Bm25Postings, ShardVectors):
         lists = np.empty(len(rows), np.int64)
         lists[rows] = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         return np.asarray(arrays["ivf_centroids"], np.float32), lists
+
+    def shed_lists(self) -> int:
+        """Let go of the IVF index a ranged shard assembled (FAISS holds the lists its searches
+        read): the bytes it counted for it, 0 when there is none. A search still using it
+        finishes with it; the next one reads the lists it probes again. The shard cache sheds
+        these before whole shards, whose reopening costs a round of eager arrays (decision
+        4401). Lock-free: the cache calls it under its own lock."""
+        index = self._ivf
+        if not self.lazy or not isinstance(index, ShardIvf) or not index.nbytes:
+            return 0
+        index.detached = True
+        self._ivf = None
+        freed = index.counted
+        self._held -= freed
+        return freed
 
     def ivf_index(self) -> ivf.Ivf | None:
         """The IVF index whose lists a search plans across shards (None: no IVF)."""
