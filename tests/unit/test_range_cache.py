@@ -93,3 +93,20 @@ def test_a_damaged_disk_entry_is_a_miss(store: CountingStore, tmp_path: Path) ->
     got = read(store, cache)
     assert cache.stats.disk_hits == 0 and store.counts["get_range"] > 0
     np.testing.assert_array_equal(got[1], VECTORS[1500:1600])
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_many_ranges_looked_up_at_once_are_each_a_hit_or_a_miss(
+    tmp_path: Path, on_disk: bool
+) -> None:
+    """lookup_many answers each key as lookup does, in order, and counts every hit and miss."""
+    cache = RangeCache(max_bytes=1 << 20, disk_dir=tmp_path / "ranges" if on_disk else None)
+    keys = [(KEY, i * 10, i * 10 + 4) for i in range(6)]
+    for key in keys[::2]:
+        cache.add(key, bytes([key[1]]) * 4, memory=not on_disk)
+    cache.reset()
+    got = cache.lookup_many(keys)
+    assert got == [bytes([k[1]]) * 4 if i % 2 == 0 else None for i, k in enumerate(keys)]
+    stats = cache.reset()
+    assert (stats.hits + stats.disk_hits, stats.misses) == (3, 3)
+    assert cache.lookup_many(keys[:1]) == [bytes([0]) * 4] and cache.reset().hits == 1

@@ -20,6 +20,7 @@ import ast
 import math
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -59,8 +60,8 @@ class ArrayInfo:
     def nbytes(self) -> int:
         return self.dtype.itemsize * math.prod(self.shape)
 
-    @property
-    def row_bytes(self) -> int:
+    @cached_property
+    def row_bytes(self) -> int:  # asked for each slice a search reads (~1,000 when cold)
         return self.dtype.itemsize * math.prod(self.shape[1:])
 
 

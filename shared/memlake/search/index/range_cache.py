@@ -15,7 +15,8 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 DISK_BYTES = 256 << 20  # half of Lambda's default /tmp; ShardCache may use the rest
@@ -86,17 +87,32 @@ class RangeCache:
     def count(self, **fields: int) -> None:
         with self._lock:
             s = self.stats
-            self.stats = replace(s, **{k: getattr(s, k) + v for k, v in fields.items()})
+            for name, value in fields.items():
+                setattr(s, name, getattr(s, name) + value)
 
     def lookup(self, key: RangeKey, memory: bool = True) -> bytes | None:
         """The cached bytes of exactly this range (memory, then disk), or None (a miss); a
         disk hit is kept in memory unless `memory` is False."""
+        return self.lookup_many([key], memory)[0]
+
+    def lookup_many(self, keys: Sequence[RangeKey], memory: bool = True) -> list[bytes | None]:
+        """`lookup` of each key, the memory ones under one lock: a cold search looks up ~1,000
+        ranges (its probed lists), ~20 us each one at a time (decision 4401)."""
         with self._lock:
-            data = self._items.get(key)
-            if data is not None:
-                self._items.move_to_end(key)
-                self.stats.hits += 1
-                return data
+            items = self._items
+            found = [items.get(key) for key in keys]
+            for key, data in zip(keys, found, strict=True):
+                if data is not None:
+                    items.move_to_end(key)
+            hits = sum(data is not None for data in found)
+            self.stats.hits += hits
+            if self.disk_dir is None:
+                self.stats.misses += len(found) - hits
+                return found
+        pairs = zip(keys, found, strict=True)
+        return [d if d is not None else self._from_disk(k, memory) for k, d in pairs]
+
+    def _from_disk(self, key: RangeKey, memory: bool) -> bytes | None:
         path = self._disk_path(key)
         if path is not None:
             try:

@@ -131,8 +131,8 @@ class RangedNpz:
         rest coalesced (over gaps of at most `gap`, default the reader's) and fetched in
         parallel (kept in the cache's memory unless `memory` is False: the caller holds them
         itself; its directory keeps them either way)."""
-        look = self.cache.lookup
-        out: list[bytes | None] = [look((self.key, s, e), memory) for s, e in ranges]
+        key = self.key
+        out = self.cache.lookup_many([(key, s, e) for s, e in ranges], memory)
         missing = [i for i, data in enumerate(out) if data is None]
         groups = coalesce([ranges[i] for i in missing], self.gap if gap is None else gap)
         parts = [part for g in groups for part in split(g[0], g[1])]
