@@ -28,6 +28,7 @@ from memlake.lake import keys, manifest_log
 from memlake.lake.checksums import CHECK_HINT
 from memlake.lake.commit_state import Hooks, PendingChange, RetryPolicy, TenantState
 from memlake.lake.manifest import Manifest, SegmentRef
+from memlake.lake.manifest_put import put_manifest, stamped
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
 from memlake.lake.segments import SegmentCache, encode_segment
 from memlake.lake.snapshot import Snapshot
@@ -250,10 +251,10 @@ class Lake:
             for put in puts:  # every segment stored (or its error raised) before going on
                 put.result()
         extra = txn.extra if txn.has_changes() else snap.extra
-        manifest = snap.manifest.next(tables, extra)
+        manifest = stamped(snap.manifest.next(tables, extra))
         if self.hooks.before_manifest_put is not None:
             self.hooks.before_manifest_put(tenant, version)
-        self.store.put(keys.manifest_key(tenant, version), manifest.to_bytes(), if_absent=True)
+        put_manifest(self.store, keys.manifest_key(tenant, version), manifest)
         return manifest
 
     def _commit_snapshot(
@@ -295,12 +296,9 @@ class Lake:
                 manifest = build(snap)
                 if manifest is None:
                     return None
+                manifest = stamped(manifest)
                 try:
-                    self.store.put(
-                        keys.manifest_key(tenant, manifest.version),
-                        manifest.to_bytes(),
-                        if_absent=True,
-                    )
+                    put_manifest(self.store, keys.manifest_key(tenant, manifest.version), manifest)
                 except PreconditionFailed:
                     time.sleep(self.retry.delay(attempt))
                     continue
