@@ -6,7 +6,7 @@
         build /tmp/t10k --size 10000
     # cold/warm/add, local and S3 model (25 ms first byte, 90 MB/s a request) in one run:
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/s3_model_bench.py \
-        run /tmp/t10k [--cold 7] [--warm 60] [--adds 15] [--cache-mb 1024] [--keep-lists]
+        run /tmp/t10k [--cold 7] [--warm 60] [--adds 15] [--cache-mb 1024]
     # one cold search's requests by round trip (what waits on what):
     ... s3_model_bench.py trace /tmp/t10k
 
@@ -237,20 +237,14 @@ def main() -> None:
     parser.add_argument("--adds", type=int, default=15)
     parser.add_argument("--cache-mb", type=int, default=1024)
     parser.add_argument("--latency", default="25ms,90MB/s")
-    parser.add_argument(
-        "--keep-lists",
-        action="store_true",
-        help="past the cache's budget drop whole shards only (before 4401's list shedding)",
-    )
     args = parser.parse_args()
-    cache.SHED_LISTS = not args.keep_lists
     model = LatencyModel.parse(args.latency)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
     cache_bytes = args.cache_mb << 20
     if args.mode == "trace":
         trace(args.root, model, cache_bytes)
         return
-    out = {"latency": args.latency, "cache_mb": args.cache_mb, "shed_lists": cache.SHED_LISTS}
+    out = {"latency": args.latency, "cache_mb": args.cache_mb}
     out["cold"] = cold(args.root, args.cold, model, cache_bytes)
     print(json.dumps(out), flush=True)
     out["warm"] = warm(args.root, args.warm, model, cache_bytes)

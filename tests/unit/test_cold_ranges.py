@@ -289,55 +289,6 @@ def test_the_cache_counts_faiss_lists_and_stays_in_its_budget(built: dict[str, A
         assert tight.shards.ranges.nbytes <= tight.shards.ranges.max_bytes
 
 
-def test_past_its_budget_the_cache_sheds_lists_before_shards(
-    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A ranged shard over the budget lets go of the IVF lists its searches read (they come
-    back a probe at a time) and stays open: reopening it would cost a round of eager arrays.
-    Without the lever, the same squeeze drops the shard."""
-    monkeypatch.setattr(cache, "PROMOTE", False)
-    lake, emb = built["lake"], built["emb"]
-    key = _lazy_infos(lake)[0].key
-
-    def squeezed(shed: bool) -> tuple[Any, Any, list[tuple[Any, ...]]]:
-        monkeypatch.setattr(cache, "SHED_LISTS", shed)
-        searcher = _searcher(emb)
-        hits = _run(lake, searcher, "w5 w6 w7 w300")
-        shards = searcher.shards
-        shard = shards.cached(key)
-        assert shard is not None and shard._ivf is not None and shard._ivf.nbytes > 0
-        with shards._lock:  # a budget just under what is held now
-            shards.max_bytes = shards._bytes - 1
-            shards._evict()
-        return searcher, shard, hits
-
-    searcher, shard, hits = squeezed(True)
-    index = shard._ivf
-    assert index is None and searcher.shards.cached(key) is shard
-    assert searcher.shards._bytes == sum(s.nbytes for s in searcher.shards._items.values())
-    searcher.shards.max_bytes = 1 << 30
-    assert _run(lake, searcher, "w5 w6 w7 w300") == hits  # the lists read again
-    assert shard._ivf is not None and searcher.shards.cached(key) is shard
-
-    searcher, shard, _ = squeezed(False)
-    assert searcher.shards.cached(key) is None or len(searcher.shards._items) == 1
-
-
-def test_a_shed_index_in_use_no_longer_counts_for_its_shard(
-    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(cache, "PROMOTE", False)
-    searcher = _searcher(built["emb"])
-    _run(built["lake"], searcher, "w5 w6")
-    shard = searcher.shards.cached(_lazy_infos(built["lake"])[0].key)
-    assert shard is not None
-    index, held = shard._ivf, shard.nbytes
-    freed = shard.shed_lists()
-    assert freed == index.counted > 0 and shard.nbytes == held - freed
-    index.ensure(np.arange(len(index.offsets) - 1))  # a search still using it reads on
-    assert shard.nbytes == held - freed and shard.shed_lists() == 0
-
-
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
 def test_a_damaged_shard_object_is_a_clear_error(
     built: dict[str, Any], tmp_path: Path, damage: str

@@ -60,8 +60,6 @@ RANGE_SHARE = 0.25
 #: shards a search touched take at most PROMOTE_SHARE of the shard budget (a whole shard grows
 #: by its FAISS lists, up to a fifth of its vector bytes, as searches probe them)
 PROMOTE = True
-#: past the budget, shed ranged shards' IVF lists before whole shards (decision 4401)
-SHED_LISTS = True
 #: shard checksums remembered between `expect` and the loads it precedes
 DIGESTS_KEPT = 4096
 PROMOTE_SHARE = 0.7
@@ -153,24 +151,11 @@ class ShardCache:
                 self._evict()
 
     def _evict(self) -> None:
-        """Past the budget, shed the IVF lists ranged shards read, least recently used first
-        (a search reads its probed lists anyway), then drop whole shards (never the last one),
-        whose reopening costs an eager round. A search still holding either finishes with it;
-        its FAISS lists go with its last reference."""
+        """Drop the least recently used shards past the budget (never the last one). A search
+        still holding one finishes with it; its FAISS lists go with its last reference."""
         while self._bytes > self.max_bytes and len(self._items) > 1:
-            if SHED_LISTS and self._shed_lists():
-                continue
             old, _ = self._items.popitem(last=False)
             self._bytes -= self._sizes.pop(old)
-
-    def _shed_lists(self) -> bool:
-        for key, shard in self._items.items():
-            freed = shard.shed_lists()
-            if freed:
-                self._sizes[key] -= freed
-                self._bytes -= freed
-                return True
-        return False
 
     def _disk_path(self, key: str) -> Path | None:
         if self.disk_dir is None:

@@ -256,21 +256,6 @@ class Shard(Bm25Postings, ShardVectors):
         lists[rows] = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         return np.asarray(arrays["ivf_centroids"], np.float32), lists
 
-    def shed_lists(self) -> int:
-        """Let go of the IVF index a ranged shard assembled (FAISS holds the lists its searches
-        read): the bytes it counted for it, 0 when there is none. A search still using it
-        finishes with it; the next one reads the lists it probes again. The shard cache sheds
-        these before whole shards, whose reopening costs a round of eager arrays (decision
-        4401). Lock-free: the cache calls it under its own lock."""
-        index = self._ivf
-        if not self.lazy or not isinstance(index, ShardIvf) or not index.nbytes:
-            return 0
-        index.detached = True
-        self._ivf = None
-        freed = index.counted
-        self._held -= freed
-        return freed
-
     def ivf_index(self) -> ivf.Ivf | None:
         """The IVF index whose lists a search plans across shards (None: no IVF)."""
         return self._ivf_index()

@@ -27,10 +27,7 @@ class ShardIvf(ivf.Ivf):
         grew: Callable[[int], None],
         npz: RangedNpz | None = None,
     ) -> None:
-        self._npz, self._told, self._held, self._built = npz, grew, 0, 0
-        #: set when the shard let go of this index (`Shard.shed_lists`): what a search still
-        #: using it reads is no longer the shard's to count
-        self.detached = False
+        self._npz, self._grew, self._held = npz, grew, 0
         #: each row's place in list order, for the lists read by ranges (-1: not read)
         self.row_places: npt.NDArray[np.int64] | None = None
         self._batch: dict[int, tuple[Any, Any]] = {}
@@ -44,18 +41,8 @@ class ShardIvf(ivf.Ivf):
     def nbytes(self) -> int:
         return self._held
 
-    @property
-    def counted(self) -> int:
-        """Bytes the shard counts for this index: its lists and what was built later."""
-        return self._held + self._built
-
-    def _grew(self, delta: int) -> None:
-        if not self.detached:
-            self._told(delta)
-
     def _built_later(self, nbytes: int) -> None:
-        self._built += nbytes  # the int8 centroids: counted by the shard, not in the lists'
-        self._grew(nbytes)
+        self._grew(nbytes)  # the int8 centroids: counted by the shard, not in the lists' bytes
 
     def ensure(self, list_nos: Any) -> None:
         wanted = self.missing(list_nos)
