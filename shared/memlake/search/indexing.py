@@ -35,7 +35,8 @@ from memlake.lake.engine import CommitContext
 from memlake.search.index import backlog, layout
 from memlake.search.index.backlog import Backlog
 from memlake.search.index.chunks import CHUNKS_TABLE, drop_chunks
-from memlake.search.index.passages import Embedded, embed_passages, plan
+from memlake.search.index.deferred_embedding import embed_or_defer
+from memlake.search.index.passages import Embedded, plan
 from memlake.search.index.shard import Doc
 from memlake.search.index.shard_build import Rows
 from memlake.search.index.state import EXTRA_KEY, SearchState
@@ -105,8 +106,8 @@ class Indexer:
             emb = self.searcher.embedded.get(h)
             if emb is None:  # not embedded ahead (a retry in another process, an import)
                 passages = plan(row, self.searcher.embedder)
-                emb = self.searcher.embedded.remember(
-                    embed_passages(h, passages, self.searcher.embedder, budget)
+                emb = self.searcher.embedded.remember(  # a write: never waits on the embedder
+                    embed_or_defer(h, passages, self.searcher.embedder, budget)
                 )
                 budget -= min(budget, len(passages))
             txn.put(CHUNKS_TABLE, emb.row(episode_id, self.searcher.embedder.name))
@@ -151,7 +152,7 @@ class Indexer:
         old = self._stored(ctx.snapshot, episode_id)
         if old is not None and old.content_hash == h:
             return old
-        return self.searcher.embed_row(row, h)
+        return self.searcher.embed_row(row, h, defer=True)
 
     def _reindexed(self, ctx: CommitContext, episode_id: str, chunks: dict[str, Any]) -> Doc | None:
         """The doc of a live episode whose chunks row alone is staged, in the commit that
@@ -270,4 +271,4 @@ def embed_ahead(searcher: Searcher, row: dict[str, Any]) -> int:
     """Compute an episode row's vectors before its commit, outside the commit lock (at most
     Settings.embed_sync_passages passages; a no-op when the lake's commits do not index).
     Returns how many passages are left for the deferred pass (vectors_pending)."""
-    return searcher.embed_row(row).pending if searcher.indexing else 0
+    return searcher.embed_row(row, defer=True).pending if searcher.indexing else 0

@@ -19,6 +19,7 @@ from memlake.config import Settings
 from memlake.embed.base import Embedder
 from memlake.pools import STORE_IO
 from memlake.search.index.cache import ShardCache
+from memlake.search.index.deferred_embedding import embed_or_defer
 from memlake.search.index.passages import Embedded, EmbeddedCache, embed_passages, plan
 from memlake.search.index.text import vector_texts
 from memlake.search.query import sides
@@ -106,15 +107,20 @@ class Searcher:
         return hashlib.sha256(raw.encode()).hexdigest()
 
     def embed_row(
-        self, row: dict[str, Any], content_hash: str | None = None, *, limit: int | None = None
+        self,
+        row: dict[str, Any],
+        content_hash: str | None = None,
+        *,
+        limit: int | None = None,
+        defer: bool = False,
     ) -> Embedded:
         """An episode row's passages with the vectors of the first `limit` of them (default
-        Settings.embed_sync_passages), computed once per distinct text."""
+        Settings.embed_sync_passages), computed once per distinct text. `defer` (a write):
+        none of them when the embedder fails or is slow (deferred_embedding)."""
         h = content_hash or self.content_hash(row)
         hit = self.embedded.get(h)
         if hit is not None:
             return hit
         cap = self.settings.embed_sync_passages if limit is None else limit
-        return self.embedded.remember(
-            embed_passages(h, plan(row, self.embedder), self.embedder, cap)
-        )
+        embed = embed_or_defer if defer else embed_passages
+        return self.embedded.remember(embed(h, plan(row, self.embedder), self.embedder, cap))

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from memlake.embed.base import EmbeddingError
 from memlake.episodes import EpisodeFields, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
 from memlake.search.hybrid import search
-from memlake.search.query.params import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit
+from memlake.search.query.params import DEFAULT_PARAMS, MAX_LIMIT, MAX_QUERY_CHARS, SearchHit
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 if TYPE_CHECKING:
@@ -108,6 +109,9 @@ class SearchEpisodesOutput(Output):
         default=None, description="content='evidence': episodes by their best turn, best first"
     )
     count: int
+    degraded: str | None = Field(
+        default=None, description="What this answer left out, when a service failed"
+    )
 
 
 def fair_shares(lengths: list[int], cap: int) -> list[int]:
@@ -216,25 +220,32 @@ def _evidence(
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     start, end = args.bounds()
     evidence = args.content == "evidence"
-    hits = search(
-        ctx.lake,
-        ctx.services.search,
-        ctx.tenant,
-        query=args.query,
-        limit=max(args.limit, EVIDENCE_EPISODES) if evidence else args.limit,
-        context=args.context,
-        start=start,
-        end=end,
-        recency=args.recency,
-    )
+    limit = max(args.limit, EVIDENCE_EPISODES) if evidence else args.limit
+    degraded = None
+    found_by = partial(
+        search, ctx.lake, ctx.services.search, ctx.tenant, query=args.query, limit=limit,
+        context=args.context, start=start, end=end, recency=args.recency,
+    )  # fmt: skip
+    try:
+        hits = found_by()
+    except EmbeddingError as e:  # the endpoint is down or throttled: answer by words (4702)
+        if not e.retryable:
+            raise
+        hits = found_by(params=replace(DEFAULT_PARAMS, weights={"bm25": 1.0, "vector": 0.0}))
+        degraded = (
+            f"Search by meaning was left out ({e.message}): these hits match the query's"
+            " words only. Search again later for both."
+        )
     if args.min_score is not None:
         hits = [h for h in hits if h.score >= args.min_score]
     if evidence:
         found = _evidence(ctx, hits, args.query, args.budget) if hits else []
-        return SearchEpisodesOutput(episodes=[], evidence=found, count=len(found))
+        return SearchEpisodesOutput(
+            episodes=[], evidence=found, count=len(found), degraded=degraded
+        )
     spans = _spans(ctx, hits, args.query) if hits else []
     episodes = _shape(hits, spans, args.content)
-    return SearchEpisodesOutput(episodes=episodes, count=len(episodes))
+    return SearchEpisodesOutput(episodes=episodes, count=len(episodes), degraded=degraded)
 
 
 SPEC = ToolSpec(
