@@ -3,7 +3,7 @@ MEMLAKE_EMBEDDER=openai and MEMLAKE_RERANKER=http pointed at a local fake endpoi
 (tests/support/fake_models.py), on the local lake and on moto-backed S3, with the real mcp
 client: episodes are embedded there, searches find them by those vectors and come back in
 the reranker's order; when the endpoints fail, the tools answer clear errors or keep
-searching, never a 500."""
+searching, never a 500; a write while the embedder is down is kept with its vectors pending."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -99,6 +100,25 @@ def scenario(url: str, fake: FakeModels) -> None:
             assert degraded["episodes"][0]["id"] == ids[0]
             assert degraded["episodes"][0]["breakdown"].get("rerank") is None
 
+            # the embedder down (every request answers 503, the server's maintenance tick
+            # asking too): the write is stored with its vectors pending, and a search answers
+            # by words and says so (decision 4702)
+            down = Fault(503, {"error": {"message": "restarting"}}, route="/embeddings")
+
+            async def while_down(name: str, args: dict[str, Any]) -> dict[str, Any]:
+                fake.fail_next(*[down] * 24)
+                try:
+                    return await call(client, name, args)
+                finally:
+                    fake.faults[:] = [f for f in fake.faults if f is not down]
+
+            note = {"content": "Herons again at dawn, by the old mill.", "context": "home"}
+            kept = await while_down("add_episode", note)
+            assert not kept["is_error"] and kept["vectors_pending"] >= 1, kept
+            words = await while_down("search_episodes", {"query": "herons mill"})
+            assert not words["is_error"] and "left out" in words["degraded"], words
+            assert kept["id"] in [e["id"] for e in words["episodes"]]
+
             # the embedder refusing the key: a tool error an agent can read, nothing stored
             fake.fail_next(Fault(401, {"error": {"message": "invalid api key"}}))
             bad = await call(client, "add_episode", {"content": "a note the model never saw"})
@@ -106,7 +126,7 @@ def scenario(url: str, fake: FakeModels) -> None:
             assert "invalid api key" in bad["error"]["message"]
             assert "OPENAI_API_KEY" in bad["error"].get("hint", "")
             listed = await call(client, "list_episodes", {"context": "home"})
-            assert len(listed["episodes"]) == 3
+            assert len(listed["episodes"]) == 4  # the three notes and the one kept pending
 
     run(go())
 
