@@ -55,6 +55,9 @@ class Unavailable(MemlakeError):
 class StorageError(MemlakeError):
     code = "storage_error"
     retryable = True
+    #: the same request may succeed in a moment (a reset, 500, 503 SlowDown): a commit tries
+    #: again itself; a full disk is retryable only once someone frees space
+    transient = True
 
 
 class CorruptObject(StorageError):
@@ -71,6 +74,7 @@ class StorageFull(StorageError):
 
     code = "storage_full"
     retryable = True
+    transient = False
     HINT = (
         "The data directory is full: free space in it (or raise its quota), then retry the call; "
         "nothing was written."

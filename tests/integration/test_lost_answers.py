@@ -14,7 +14,7 @@ import pytest
 
 from memlake.context import Principal
 from memlake.errors import StorageError
-from memlake.lake import keys, manifest_put
+from memlake.lake import commit_state, engine, keys, manifest_put
 from memlake.lake.manifest import Manifest
 from memlake.mcp.dispatch import call_tool
 from memlake.store.base import PreconditionFailed
@@ -54,6 +54,7 @@ def world(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[dict[str, Any]]:
     monkeypatch.setattr(manifest_put, "BASE_DELAY", 0.001)
+    monkeypatch.setattr(engine, "STORE_BACKOFF", 0.001)
     with local_or_s3(request.param, tmp_path) as inner:
         store = FaultyStore(inner, [])
         lake = bare_lake(store)
@@ -167,7 +168,10 @@ def test_a_write_that_never_lands_answers_an_error_and_leaves_nothing(
         world["ctx"],
     )
     assert outcome.is_error and outcome.error is not None and outcome.error.retryable
-    assert sum(world["store"].fired.values()) == manifest_put.ATTEMPTS
+    assert outcome.error.code == "unavailable" and "nothing was written" in outcome.error.message
+    # each of the commit's attempts tried its manifest put four times
+    tries = manifest_put.ATTEMPTS * commit_state.STORE_FAILURES
+    assert sum(world["store"].fired.values()) == tries
     world["store"].faults[:] = []
     assert world["lake"].snapshot(T).version == version
     got = call(world, "get_thread", id=thread)
@@ -197,3 +201,37 @@ def test_a_412_is_ours_only_when_the_manifest_there_has_our_commit_id(
     else:
         with pytest.raises(PreconditionFailed):
             manifest_put.put_manifest(store, key, ours)
+
+
+def test_a_commit_the_store_throttles_is_tried_again_then_says_when_to_retry(
+    world: dict[str, Any],
+) -> None:
+    """503 SlowDown on a commit's segment puts: the commit is tried again with backoff (new
+    objects, none named yet), and lands once; when the store keeps refusing, the agent hears
+    `unavailable` with when to retry, and nothing was written."""
+    thread = _thread(world)
+    store: FaultyStore = world["store"]
+    store.faults[:] = [Fault("put", "/tables/", times=2, error=_slow_down)]
+    call(
+        world,
+        "append_thread_messages",
+        thread_id=thread,
+        messages=[{"role": "user", "content": "a"}],
+    )
+    assert store.fired[("put", "before")] == 2
+    version = world["lake"].snapshot(T).version
+    store.faults[:] = [Fault("put", "/tables/", times=-1, error=_slow_down)]
+    outcome = call_tool(
+        {
+            "name": "append_thread_messages",
+            "arguments": {"thread_id": thread, "messages": [{"role": "user", "content": "b"}]},
+        },
+        world["ctx"],
+    )
+    assert outcome.is_error and outcome.error is not None
+    assert outcome.error.code == "unavailable" and outcome.error.retryable
+    assert "few seconds" in outcome.error.hint and "SlowDown" in outcome.error.message
+    store.faults[:] = []
+    assert world["lake"].snapshot(T).version == version
+    got = call(world, "get_thread", id=thread)
+    assert [m["content"] for m in got["messages"]] == ["hi", "a"]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memlake.errors import StorageError, Unavailable
 from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
 
@@ -53,3 +54,18 @@ class TenantState:
     validated_at: float = 0.0
     #: newest built index per table, reused by later snapshots (see lake/snapshot.py)
     views: dict[str, TableView] = field(default_factory=dict)
+
+
+#: attempts of one commit the store may fail (a retryable StorageError: 503 SlowDown, a reset)
+#: before it answers; each attempt writes new objects, and none is named until its manifest
+STORE_FAILURES = 3
+#: full-jitter backoff after the n-th of them: uniform in [0, STORE_BACKOFF * 2**n] seconds
+STORE_BACKOFF = 0.2
+
+
+def store_spent(e: StorageError, failures: int) -> Unavailable:
+    """The error a commit answers once the store failed it STORE_FAILURES times."""
+    return Unavailable(
+        f"the object store failed this write {failures} times ({e.message}); nothing was written",
+        hint="Retry the call in a few seconds: the store is throttling or briefly unreachable.",
+    )

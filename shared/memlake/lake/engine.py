@@ -14,6 +14,7 @@ Readers find the newest version from the cached version (or the hint) by probing
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -23,10 +24,18 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from memlake.errors import CorruptObject, MemlakeError, NotFound, Unavailable
+from memlake.errors import CorruptObject, MemlakeError, NotFound, StorageError, Unavailable
 from memlake.lake import keys, manifest_log
 from memlake.lake.checksums import CHECK_HINT
-from memlake.lake.commit_state import Hooks, PendingChange, RetryPolicy, TenantState
+from memlake.lake.commit_state import (
+    STORE_BACKOFF,
+    STORE_FAILURES,
+    Hooks,
+    PendingChange,
+    RetryPolicy,
+    TenantState,
+    store_spent,
+)
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.manifest_put import put_manifest, stamped
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
@@ -182,6 +191,7 @@ class Lake:
         return pending.outcome()  # type: ignore[no-any-return]
 
     def _commit_batch(self, tenant: str, st: TenantState, batch: list[PendingChange]) -> None:
+        failures = 0  # attempts the store failed (503 SlowDown, a reset): tried again a few times
         try:
             for attempt in range(self.retry.attempts):
                 snap, newer = self._commit_snapshot(tenant, st, first=attempt == 0)
@@ -205,6 +215,14 @@ class Lake:
                     manifest = self._write(tenant, snap, txn)
                 except PreconditionFailed:
                     time.sleep(self.retry.delay(attempt))
+                    continue
+                except StorageError as e:  # nothing of this attempt is named by a manifest
+                    failures += 1
+                    if not (e.retryable and e.transient):
+                        raise
+                    if failures >= STORE_FAILURES:
+                        raise store_spent(e, failures) from e
+                    time.sleep(random.uniform(0, STORE_BACKOFF * 2**failures))
                     continue
                 self._publish(tenant, st, snap, manifest)
                 return

@@ -58,7 +58,7 @@ def put_manifest(store: ObjectStore, key: str, manifest: Manifest) -> None:
                 return  # our own put, answered the first time by a lost answer
             raise
         except StorageError as e:
-            if not e.retryable:
+            if not (e.retryable and e.transient):
                 raise
             failed = e
         holder = _holder(store, key)  # the put failed: did it land before the error?
@@ -81,7 +81,7 @@ def _holder(store: ObjectStore, key: str) -> str | None:
         except ObjectNotFound:
             return None
         except StorageError as e:
-            if not e.retryable:
+            if not (e.retryable and e.transient):
                 raise
             failed = e
             continue
