@@ -9,6 +9,8 @@
         run /tmp/t10k [--cold 7] [--warm 60] [--adds 15] [--cache-mb 1024]
     # one cold search's requests by round trip (what waits on what):
     ... s3_model_bench.py trace /tmp/t10k
+    # cold searches with ranged GETs split at each part size, alternating in one process:
+    ... s3_model_bench.py parts /tmp/t10k --cold 9 [--part-kb 4096,2048,1024]
 
 `run` makes --cold searches, each in a fresh Lake and Searcher (memory caches empty, no /tmp
 cache; query vector given, recency off), alternating local disk and the S3 model
@@ -44,7 +46,7 @@ from memlake.context import Principal  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.lake import snapshot  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
-from memlake.search.index import cache  # noqa: E402
+from memlake.search.index import cache, ranges  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
 from memlake.search.searcher import Searcher  # noqa: E402
 from memlake.store.latency import LatencyModel, LatencyStore  # noqa: E402
@@ -228,21 +230,48 @@ def _kind(key: str, req: Any = None, members: Any = None) -> str:
     return parts[2] if len(parts) > 3 else parts[-1]
 
 
+def parts(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[int]) -> None:
+    """Cold searches on the S3 model with ranged GETs split at each of `sizes` (KiB;
+    ranges.PART_BYTES), the sizes alternating search by search in one process."""
+    texts, qvecs, _ = _queries(root)
+    got: dict[int, dict[str, list[float]]] = {k: defaultdict(list) for k in sizes}
+    for i in range(n):
+        for kb in sizes if i % 2 == 0 else sizes[::-1]:
+            ranges.PART_BYTES = kb << 10
+            store = _store(root, True, model)
+            lake = bare_lake(store)
+            searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+            t0 = time.perf_counter()
+            _one_search(lake, searcher, texts[i], qvecs[i])
+            got[kb]["ms"].append((time.perf_counter() - t0) * 1000)
+            s = store.reset()
+            got[kb]["requests"].append(s.requests)
+            got[kb]["depth"].append(s.depth)
+    for kb, row in got.items():
+        med = {k: round(statistics.median(v), 1) for k, v in row.items()}
+        print(f"parts of {kb} KiB: {json.dumps(med)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "trace"])
+    parser.add_argument("mode", choices=["run", "trace", "parts"])
     parser.add_argument("root", type=Path)
     parser.add_argument("--cold", type=int, default=7)
     parser.add_argument("--warm", type=int, default=60)
     parser.add_argument("--adds", type=int, default=15)
     parser.add_argument("--cache-mb", type=int, default=1024)
     parser.add_argument("--latency", default="25ms,90MB/s")
+    parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
     args = parser.parse_args()
     model = LatencyModel.parse(args.latency)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
     cache_bytes = args.cache_mb << 20
     if args.mode == "trace":
         trace(args.root, model, cache_bytes)
+        return
+    if args.mode == "parts":
+        sizes = [int(k) for k in args.part_kb.split(",")]
+        parts(args.root, args.cold, model, cache_bytes, sizes)
         return
     out = {"latency": args.latency, "cache_mb": args.cache_mb}
     out["cold"] = cold(args.root, args.cold, model, cache_bytes)

@@ -35,14 +35,18 @@ class Endpoint(HashEmbedder):
     def __init__(self) -> None:
         super().__init__()
         self.state = "up"
+        self.asked = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.asked += 1
         if self.state == "down":
             raise EmbeddingError("embedding endpoint answered 503", retryable=True)
         if self.state == "bad key":
             raise EmbeddingError("embedding endpoint answered 401: invalid API key")
         if self.state == "slow":
             time.sleep(0.5)
+        if self.state == "hung":
+            time.sleep(3.0)
         return super().embed(texts)
 
 
@@ -120,3 +124,15 @@ def test_search_while_the_endpoint_fails_answers_by_words_and_says_so(
         assert got["count"] == 1 and got["degraded"].startswith("Search by meaning was left out")
     world["endpoint"].state = "up"
     assert "degraded" not in found(world, "AccessDenied")
+
+
+def test_writes_queued_behind_a_hung_endpoint_do_not_call_it_later(world: dict[str, Any]) -> None:
+    """The write pool has 4 threads: once they wait on a hung endpoint, the next writes' calls
+    queue, and a write past its deadline takes its call back unstarted (only the 4 started
+    ones ever reach the endpoint); every write is stored, its vectors pending."""
+    world["endpoint"].state = "hung"
+    for i in range(8):
+        outcome = call(world, "add_episode", content=f"note {i} about the hung endpoint")
+        assert not outcome.is_error and outcome.structured["vectors_pending"] >= 1
+    time.sleep(3.5)  # the started calls answer late; the taken-back ones never start
+    assert world["endpoint"].asked == 4

@@ -36,6 +36,9 @@ def embed_or_defer(
     try:
         return call.result(timeout=WRITE_DEADLINE)
     except FutureTimeout:
+        # still queued behind calls to a hung endpoint: never started; running: its result
+        # is dropped (the deferred pass embeds the passages later)
+        call.cancel()
         why = f"no answer within {WRITE_DEADLINE:g} s"
     except EmbeddingError as e:
         if not e.retryable:

@@ -46,7 +46,7 @@ TAIL_BYTES = 4 << 10  # a directory of ~60 members; a format-3 shard has ~28 (~1
 HEAD_BYTES = 1 << 10  # local header (~55 B) + .npy header (128 B) + small members whole
 COALESCE_GAP = 256 << 10  # read over a gap this small rather than make another request
 #: the most one ranged GET asks for (`split`): at 10k x 20 on the S3 model, 4 / 2 / 1 MiB
-#: gave a cold search 385 / 347 / 338 ms in 110 / 114 / 124 requests (decision 4401)
+#: gave a cold search ~397 / 362 / 339-365 ms in 110 / 114 / 124 requests (decision 4401)
 PART_BYTES = 2 << 20
 #: ranged GETs go through memlake.pools.STORE_IO (128 in flight: 8 made a cold search's rounds
 #: queue into ~80 sequential round trips, decision 4401); S3Store's connection pool is as wide
