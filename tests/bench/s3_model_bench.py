@@ -183,7 +183,11 @@ def adds(root: Path, n: int, model: LatencyModel) -> dict[str, Any]:
 
 
 def trace(root: Path, model: LatencyModel, cache_bytes: int) -> None:
+    """One cold search's requests by depth, after an untraced one in another fresh searcher
+    (a process's first search also loads kernels and starts pools)."""
     texts, qvecs, _ = _queries(root)
+    first = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+    _one_search(bare_lake(_store(root, True, model)), first, texts[2], qvecs[2])
     store = _store(root, True, model, trace=True)
     lake = bare_lake(store)
     searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from datetime import date, datetime
 from typing import Any
 
@@ -107,13 +108,17 @@ def encode_segment(
 
 
 class SegmentCache:
-    """LRU of decoded segments keyed by object key."""
+    """LRU of decoded segments keyed by object key. A segment is read once however many
+    threads ask for it at the same time: a search's hits are read ahead while it ranks them
+    (TableView.read_ahead), and its lookup then waits for those reads instead of asking the
+    store again."""
 
     def __init__(self, max_bytes: int = 1 << 30) -> None:
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, pa.Table] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._reading: dict[str, Future[pa.Table]] = {}  # key -> the read in flight
 
     def add(self, key: str, table: pa.Table) -> None:
         """Remember a segment this process just wrote (saves reading it back)."""
@@ -128,15 +133,55 @@ class SegmentCache:
             _, old = self._items.popitem(last=False)
             self._bytes -= old.nbytes
 
+    def cached(self, key: str) -> bool:
+        """Whether the segment is held or being read (no read is started)."""
+        with self._lock:
+            return key in self._items or key in self._reading
+
     def read(self, store: ObjectStore, key: str, schema: pa.Schema, sha256: str = "") -> pa.Table:
         """The segment's rows; CorruptObject when the manifest names an object that is missing,
-        does not match its recorded sha256 or is not Parquet (memlake.lake.checksums)."""
+        does not match its recorded sha256 or is not Parquet (memlake.lake.checksums). A
+        thread asking while another reads it waits for that read; if that read failed, it
+        reads the segment itself (a read ahead's failure is nobody's answer)."""
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
                 if hit.schema.equals(schema, check_metadata=False):
                     return hit
+            reading = self._reading.get(key)
+            mine = reading is None
+            if reading is None:
+                reading = self._reading[key] = Future()
+        if mine:
+            return self._read_for_all(reading, store, key, schema, sha256)
+        if reading.exception() is None:
+            table = reading.result()
+            if table.schema.equals(schema, check_metadata=False):
+                return table
+        return self._read(store, key, schema, sha256)
+
+    def _read_for_all(
+        self,
+        reading: Future[pa.Table],
+        store: ObjectStore,
+        key: str,
+        schema: pa.Schema,
+        sha256: str,
+    ) -> pa.Table:
+        try:
+            table = self._read(store, key, schema, sha256)
+        except BaseException as e:
+            reading.set_exception(e)
+            raise
+        else:
+            reading.set_result(table)
+            return table
+        finally:
+            with self._lock:
+                del self._reading[key]
+
+    def _read(self, store: ObjectStore, key: str, schema: pa.Schema, sha256: str) -> pa.Table:
         try:
             raw = checksums.verify(key, store.get(key), sha256)
         except ObjectNotFound as e:

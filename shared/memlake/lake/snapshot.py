@@ -151,6 +151,31 @@ class TableView(Scans):
         with suppress(CorruptObject):
             self.segment_table(pos)
 
+    def read_ahead(self, ids: Iterable[str]) -> None:
+        """Start reading, in the background, the segment that `lookup` reads first for each
+        id (the newest whose id range holds it) when it is not held or being read already: a
+        search names its likely hits before it has ranked them, and a cold one then finds
+        their rows read (decision 4401). Returns at once; a failed read is read again, and
+        its error raised, by the lookup that needs it."""
+        index = self._index
+        if index is not None:
+            wanted = {loc[1] for rid in ids if (loc := index.get(rid)) is not None}
+        else:
+            segs = self.segments
+            wanted = {
+                max(held, key=lambda p: (segs[p].seq, p))
+                for rid in ids
+                if (held := self.may_hold(rid))
+            }
+        pool = _LOOKUPS.get()
+        for pos in sorted(wanted):
+            if not self._cache.cached(self.segments[pos].key):
+                pool.submit(self._read_quietly, pos)
+
+    def _read_quietly(self, pos: int) -> None:
+        with suppress(MemlakeError):
+            self.segment_table(pos)
+
     def _index_at_hand(self) -> bool:
         prev = self._previous
         return self._index is not None or (prev is not None and prev._index is not None)

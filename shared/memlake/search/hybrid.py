@@ -34,6 +34,7 @@ from memlake.search.query.fusion import (
     normalise_scores,
     rrf_fuse,
 )
+from memlake.search.query.hits_ahead import HitsAhead
 from memlake.search.query.params import DEFAULT_PARAMS, SearchHit, SearchParams
 from memlake.search.query.rerank import rerank_search
 from memlake.search.query.retrieve import Ranked, mask_of
@@ -104,19 +105,19 @@ def search(
     masks = [
         mask_of(s, i, context, s_us, e_us, allowed) for s, i in zip(shards, infos, strict=True)
     ]
-    sides = Sides(shards, masks, params, cand)
+    reranker = searcher.reranker  # the reranking stage (memlake.search.query.rerank, decision 1210)
+    wanted = limit if reranker is None else max(limit, searcher.settings.rerank_candidates)
+    ahead = HitsAhead(snap.table(TABLE).read_ahead, wanted)  # their rows read meanwhile (4401)
+    sides = Sides(shards, masks, params, cand, ahead)
     bm25_found, vec_found = sides.run(term_ids, idf.tolist(), total_idf, qvec)
     qvec = sides.qvec
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
     searcher.shards.promote(lake.store, infos)  # whole shards later, if the tenant fits (1306)
-    reranker = searcher.reranker  # the reranking stage (memlake.search.query.rerank, decision 1210)
-    if reranker is None:
-        hits = _hits(snap, fused, bm25, vec, limit, recency, params, qvec)
-    else:
+    hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
+    if reranker is not None:
         top = searcher.settings.rerank_candidates
-        hits = _hits(snap, fused, bm25, vec, max(limit, top), recency, params, qvec)
         hits = rerank_search(hits, query, searcher.embedder, reranker, top)[:limit]
     kernels.load_later()  # numba's kernels: after a process's first search, not during it (2502)
     return hits

@@ -26,6 +26,10 @@ Ranged shards' postings are read ahead, all at once (decision 1317). With one co
 take turns, as if run in sequence. Results merge in shard order, as a sequential run would give
 them (Found.ranked breaks ties by id anyway). When the caller fails, the pool thread stops
 taking tasks.
+Over ranged shards the caller takes vector tasks first; when it completes the last one it
+hands the re-score to a helper and scores BM25 meanwhile, and once BM25 is done its best
+docs are named to `ahead` (memlake.search.query.hits_ahead), so that a cold search's hits'
+rows are read in the round of its re-score rows (decision 4401).
 """
 
 from __future__ import annotations
@@ -38,12 +42,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memlake.pools import Helpers, LazyPool
+from memlake.pools import Helpers, Job, LazyPool
 from memlake.search.index import ivf
 from memlake.search.index.shard import Shard
 from memlake.search.index.shard_source import Postings
 from memlake.search.index.shard_vectors import Candidates, DocTop
 from memlake.search.query.fusion import cosine_score
+from memlake.search.query.hits_ahead import HitsAhead
 from memlake.search.query.retrieve import Found, bm25_shard
 
 if TYPE_CHECKING:
@@ -100,8 +105,14 @@ class Sides:
         masks: list[np.ndarray | None],
         params: SearchParams,
         cand: int,
+        ahead: HitsAhead | None = None,
     ) -> None:
         self.shards, self.masks, self.params, self.cand = shards, masks, params, cand
+        #: names the likely hits as each side knows them (their rows are read meanwhile)
+        self.ahead = ahead
+        self._caller = 0  # the thread running `run`
+        self._finishing: Job | None = None  # the vector side's last step, handed to a helper
+        self._bm25_tasks: list[Task] = []
         self.tids: list[list[int]] = []
         self.idf: list[float] = []
         self.total_idf = 0.0
@@ -140,6 +151,7 @@ class Sides:
         # k best give the next shards a high floor (decision 2509)
         ahead.sort(key=lambda t: (self.shards[t[1]].lazy, -self.shards[t[1]].n))
         self._vector_nos = [no for side, no in tasks if side == "vector"]
+        self._bm25_tasks = ahead
         docs = [self.shards[no].n for no in self._vector_nos]
         self._share = first_share(docs)
         self._across = rescore_across(docs)
@@ -156,9 +168,16 @@ class Sides:
         # in the round of the postings read ahead, not one round after it (a helper started
         # cold may begin only once the caller's BM25 waited for those postings; decision 4401)
         first, then = (vector, bm25) if self._ranged_vectors() else (bm25, vector)
+        self._caller = threading.get_ident()
         try:
             self._work(first, done)
+            if first is bm25:
+                self._bm25_ahead(ahead, done)
             self._work(then, done)
+            if then is bm25:
+                self._bm25_ahead(ahead, done)
+            if self._finishing is not None and not self._finishing.join():
+                self._finish_vectors(self._vector_nos, done)  # no helper was free: here
             if isinstance(self.qvec, Future):  # no vector task planned: the hits still show it
                 self.qvec = self.qvec.result()
         except BaseException:
@@ -210,8 +229,24 @@ class Sides:
             with self._left_lock:
                 self._vectors_left -= 1
                 last = self._vectors_left == 0
-            if last:  # every shard's candidates are in: this thread re-scores them all
+            if not last:
+                continue
+            # every shard's candidates are in: this thread re-scores them all; the caller's
+            # hands it to a helper when BM25 tasks wait for it, so that a cold search's BM25
+            # side, and the reads of its hits' rows, run while the re-score rows are read
+            mine = threading.get_ident() == self._caller
+            if mine and self._bm25_tasks and self._ranged_vectors():
+                finish = partial(self._finish_vectors, self._vector_nos, done)
+                self._finishing = _HELPERS.start(finish)
+            else:
                 self._finish_vectors(self._vector_nos, done)
+
+    def _bm25_ahead(self, tasks: list[Task], done: dict[Task, Any]) -> None:
+        """Name the BM25 side's likely hits, its tasks done (ranged shards only: a search over
+        shards held whole is warm, and its hits' rows mostly are)."""
+        if self.ahead is not None and any(self.shards[no].lazy for _, no in tasks):
+            tops = ((t[1], done[t][0], done[t][1]) for t in tasks if t in done)
+            self.ahead.bm25(self.shards, tops)
 
     def _prefetch(self, nos: list[int]) -> None:
         """Start reading the postings of every ranged shard at once, each on a thread of its
