@@ -79,6 +79,7 @@ from memlake.search.index.shard_source import (
     tfc,
 )
 from memlake.search.index.shard_vectors import ShardVectors
+from memlake.search.index.vocab import Vocab
 
 if TYPE_CHECKING:
     import faiss
@@ -118,7 +119,7 @@ def _unblob(arr: npt.NDArray[np.uint8]) -> list[str]:
     return text.split("\n") if text else []
 
 
-#: rough bytes of a Python str and its list / dict slot (ids, vocab), for the cache's bound
+#: rough bytes of a Python str and its list slot (ids), for the cache's bound
 PY_STR_BYTES = 100
 
 
@@ -136,8 +137,8 @@ class Shard(Bm25Postings, ShardVectors):
         self.dim: int = int(head["dim"])
         self.contexts: list[str] = list(head["contexts"])
         self.id_list = _unblob(arrays["ids"])
-        self.ids = np.array(self.id_list, dtype=str)
-        self.vocab = _unblob(arrays["vocab"])
+        self._ids: npt.NDArray[np.str_] | None = None
+        self._vocab = Vocab(arrays["vocab"])  # looked up in place (memlake.search.index.vocab)
         self.seq: I64 = arrays["seq"]
         self.t_start: I64 = arrays["t_start"]
         self.t_end: I64 = arrays["t_end"]
@@ -179,7 +180,6 @@ class Shard(Bm25Postings, ShardVectors):
             self.p_doc = np.empty(0, np.int32)
             self.p_start = self.p_end = np.empty(0, np.int32)
             self.chunk_passage = np.full(len(self.chunk_doc), -1, np.int32)
-        self._term_ids = {t: i for i, t in enumerate(self.vocab)}
         self._faiss: faiss.Index | None = None
         self._ivf_arrays = {k: arrays[k] for k in ivf.ARRAYS if k in arrays}
         self._ivf: ivf.Ivf | None = None
@@ -191,10 +191,22 @@ class Shard(Bm25Postings, ShardVectors):
             self._source = RangedSource(npz, ptrs, norms)
         self._lock = threading.Lock()
         held = sum(int(a.nbytes) for a in arrays.values() if hasattr(a, "nbytes"))
-        held += int(self.ids.nbytes) + PY_STR_BYTES * (self.n + len(self.vocab))
+        held += PY_STR_BYTES * self.n + self._vocab.nbytes
         self._held = held  # grows with FAISS structures built later (`_grew`)
         #: told the bytes the shard grew by (the ShardCache's bound); None: nobody listens
         self.on_grow: Any = None
+
+    @property
+    def ids(self) -> npt.NDArray[np.str_]:
+        """The docs' ids as a numpy array (for masks by id), made when first asked for."""
+        if self._ids is None:
+            self._ids = np.array(self.id_list, dtype=str)
+        return self._ids
+
+    @property
+    def vocab(self) -> list[str]:
+        """Every term, in order (merges and repairs; a search looks terms up in place)."""
+        return self._vocab.terms
 
     @property
     def nbytes(self) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 from memlake.search.index.arrays import F32, I32, I64
 from memlake.search.index.kernels import numpy_twins
 from memlake.search.index.shard_source import Postings, RangedSource
+from memlake.search.index.vocab import Vocab
 
 
 class Bm25Postings:
@@ -31,12 +32,12 @@ class Bm25Postings:
     p_indices: I32
     p_tfc: F32
     p_first: I64
-    _term_ids: dict[str, int]
+    _vocab: Vocab
     _source: RangedSource | None
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """Local id of each term (-1 where this shard has not seen it)."""
-        return [self._term_ids.get(t, -1) for t in terms]
+        return [self._vocab.index(t) for t in terms]
 
     def doc_freqs(self, ids: Sequence[int]) -> I64:
         arr = np.asarray(ids, dtype=np.int64)
