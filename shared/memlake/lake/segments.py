@@ -47,9 +47,20 @@ def read_parquet(data: bytes) -> pa.Table:
 
 
 def encode_table(table: pa.Table) -> bytes:
+    """A segment's Parquet bytes. Statistics (each column chunk's min and max, in the footer,
+    uncompressed) for every column but text: a text's min and max are two whole values (an
+    episode's content twice more, 3x a one-row segment's bytes), and pruning goes by the
+    manifest's own stats (column_stats) and id ranges; DuckDB still prunes by id and times."""
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd", use_dictionary=True, write_statistics=True)
+    stats = [f.name for f in table.schema if f.name == "id" or not _is_text(f.type)]
+    pq.write_table(table, sink, compression="zstd", use_dictionary=True, write_statistics=stats)
     return sink.getvalue()
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _is_text(kind.value_type)
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def _scalar(value: Any) -> Any:
