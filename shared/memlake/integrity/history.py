@@ -82,7 +82,7 @@ class History:
         old_keys = {s.key for s in before.segments(table)}
         consumed = [s for s in before.segments(table) if s.key not in now_keys]
         produced = [s.key for s in after.segments(table) if s.key not in old_keys]
-        if produced != [ref.key] or not consumed:
+        if ref.key not in produced or not consumed:  # (a compaction writes one or more parts)
             return None
         out: list[SegmentRef] = []
         for seg in consumed:

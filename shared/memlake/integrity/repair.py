@@ -91,13 +91,15 @@ def _fix_segments(
     tables = dict(base.tables)
     for table, segments in base.tables.items():
         fixed: list[SegmentRef] = []
+        restored: set[str] = set()  # a compaction's inputs hold every part it wrote: once
         for ref in segments:
             if ref.key not in damaged:
                 fixed.append(ref)
                 continue
             inputs = history.inputs_of(table, ref, base.version)
             if inputs is not None:
-                fixed.extend(inputs)
+                fixed.extend(s for s in inputs if s.key not in restored)
+                restored.update(s.key for s in inputs)
                 why = f"compacted from {len(inputs)} intact segments older manifests still name"
                 report.steps.append(
                     RepairStep("restore_inputs", ref.key, why, rows_recovered=ref.rows)
