@@ -45,6 +45,7 @@ from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.lake import snapshot  # noqa: E402
+from memlake.pools import tune_interpreter  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
 from memlake.search.index import cache, ranges  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
@@ -269,6 +270,7 @@ def main() -> None:
     args = parser.parse_args()
     model = LatencyModel.parse(args.latency)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
+    tune_interpreter()  # as every door does (Services.build)
     cache_bytes = args.cache_mb << 20
     if args.mode == "trace":
         trace(args.root, model, cache_bytes)
