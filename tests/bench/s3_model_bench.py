@@ -11,6 +11,8 @@
     ... s3_model_bench.py trace /tmp/t10k
     # cold searches with ranged GETs split at each part size, alternating in one process:
     ... s3_model_bench.py parts /tmp/t10k --cold 9 [--part-kb 4096,2048,1024]
+    # any mode with boto3's own CPU a request charged on the calling thread (decision 4401):
+    ... s3_model_bench.py run /tmp/t10k --client-cpu-ms 1.8
 
 `run` makes --cold searches, each in a fresh Lake and Searcher (memory caches empty, no /tmp
 cache; query vector given, recency off), alternating local disk and the S3 model
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -266,9 +269,12 @@ def main() -> None:
     parser.add_argument("--adds", type=int, default=15)
     parser.add_argument("--cache-mb", type=int, default=1024)
     parser.add_argument("--latency", default="25ms,90MB/s")
+    parser.add_argument(
+        "--client-cpu-ms", type=float, default=0.0, help="boto3's CPU a request (~1.8; 0: none)"
+    )
     parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
     args = parser.parse_args()
-    model = LatencyModel.parse(args.latency)
+    model = replace(LatencyModel.parse(args.latency), client_cpu=args.client_cpu_ms / 1000)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
     tune_interpreter()  # as every door does (Services.build)
     cache_bytes = args.cache_mb << 20
@@ -279,7 +285,7 @@ def main() -> None:
         sizes = [int(k) for k in args.part_kb.split(",")]
         parts(args.root, args.cold, model, cache_bytes, sizes)
         return
-    out = {"latency": args.latency, "cache_mb": args.cache_mb}
+    out = {"latency": args.latency, "client_cpu_ms": args.client_cpu_ms, "cache_mb": args.cache_mb}
     out["cold"] = cold(args.root, args.cold, model, cache_bytes)
     print(json.dumps(out), flush=True)
     out["warm"] = warm(args.root, args.warm, model, cache_bytes)

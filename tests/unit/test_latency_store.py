@@ -68,6 +68,24 @@ def test_requests_from_threads_overlap_as_on_s3_and_count_as_one_round_trip(
     assert stats.peak_in_flight >= 8  # (all 16 unless a thread started late)
 
 
+def test_a_clients_cpu_a_request_is_spent_on_the_calling_thread_and_serialises(
+    tmp_path: Path,
+) -> None:
+    """boto3's own work (client_cpu) holds the GIL: 8 requests side by side cost their
+    latency once but their client CPU eight times over."""
+    inner = LocalStore(tmp_path)
+    inner.put("k", b"v")
+    cpu = 0.01
+    store = LatencyStore(inner, LatencyModel(first_byte=0.02, client_cpu=cpu))
+    c0 = time.thread_time()
+    store.get("k")
+    assert time.thread_time() - c0 >= cpu
+    with ThreadPoolExecutor(8) as pool:
+        took = timed(lambda: list(pool.map(lambda _: store.get("k"), range(8))))
+    assert took >= 8 * cpu * 0.9  # (one core's worth of Python: the GIL)
+    assert store.stats.requests == 9
+
+
 def test_the_depth_is_the_longest_chain_of_requests_that_waited_for_each_other(
     inner: ObjectStore,
 ) -> None:
