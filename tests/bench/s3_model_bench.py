@@ -11,6 +11,8 @@
     ... s3_model_bench.py trace /tmp/t10k
     # cold searches with ranged GETs split at each part size, alternating in one process:
     ... s3_model_bench.py parts /tmp/t10k --cold 9 [--part-kb 4096,2048,1024]
+    # the re-score rows' coalescing gap (shard_source.ROWS_GAP), alternating in one process:
+    ... s3_model_bench.py gaps /tmp/t10k --cold 9 [--gap-kb 256,512,1024]
     # any mode with boto3's own CPU a request charged on the calling thread (decision 4401):
     ... s3_model_bench.py run /tmp/t10k --client-cpu-ms 1.8
 
@@ -260,9 +262,33 @@ def parts(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list
         print(f"parts of {kb} KiB: {json.dumps(med)}", flush=True)
 
 
+def gaps(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[int]) -> None:
+    """Cold searches on the S3 model with the re-score rows' coalescing gap at each of `sizes`
+    (KiB; shard_source.ROWS_GAP), alternating search by search in one process."""
+    from memlake.search.index import shard_source
+
+    texts, qvecs, _ = _queries(root)
+    got: dict[int, dict[str, list[float]]] = {k: defaultdict(list) for k in sizes}
+    for i in range(n):
+        for kb in sizes if i % 2 == 0 else sizes[::-1]:
+            shard_source.ROWS_GAP = kb << 10
+            store = _store(root, True, model)
+            searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+            t0 = time.perf_counter()
+            _one_search(bare_lake(store), searcher, texts[i], qvecs[i])
+            got[kb]["ms"].append((time.perf_counter() - t0) * 1000)
+            s = store.reset()
+            got[kb]["requests"].append(s.requests)
+            got[kb]["MB"].append(s.bytes_read / 1e6)
+            got[kb]["depth"].append(s.depth)
+    for kb, row in got.items():
+        med = {k: round(statistics.median(v), 1) for k, v in row.items()}
+        print(f"rows gap {kb} KiB: {json.dumps(med)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "trace", "parts"])
+    parser.add_argument("mode", choices=["run", "trace", "parts", "gaps"])
     parser.add_argument("root", type=Path)
     parser.add_argument("--cold", type=int, default=7)
     parser.add_argument("--warm", type=int, default=60)
@@ -273,6 +299,7 @@ def main() -> None:
         "--client-cpu-ms", type=float, default=0.0, help="boto3's CPU a request (~1.8; 0: none)"
     )
     parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
+    parser.add_argument("--gap-kb", default="256,512,1024", help="gaps: re-score rows' gaps")
     args = parser.parse_args()
     model = replace(LatencyModel.parse(args.latency), client_cpu=args.client_cpu_ms / 1000)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
@@ -280,6 +307,9 @@ def main() -> None:
     cache_bytes = args.cache_mb << 20
     if args.mode == "trace":
         trace(args.root, model, cache_bytes)
+        return
+    if args.mode == "gaps":
+        gaps(args.root, args.cold, model, cache_bytes, [int(k) for k in args.gap_kb.split(",")])
         return
     if args.mode == "parts":
         sizes = [int(k) for k in args.part_kb.split(",")]
