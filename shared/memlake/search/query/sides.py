@@ -75,6 +75,10 @@ FIRST_MARGIN = 2
 #: every candidate is re-scored after the cutoff, as before)
 RESCORE_EARLY = True
 
+#: the caller that completes the last vector task over ranged shards hands the re-score to a
+#: helper and scores BM25 meanwhile (decision 4401; False: it re-scores, then scores BM25)
+HAND_OFF = True
+
 Task = tuple[str, int]  # ("bm25" | "vector", shard number)
 
 
@@ -235,7 +239,7 @@ class Sides:
             # hands it to a helper when BM25 tasks wait for it, so that a cold search's BM25
             # side, and the reads of its hits' rows, run while the re-score rows are read
             mine = threading.get_ident() == self._caller
-            if mine and self._bm25_tasks and self._ranged_vectors():
+            if HAND_OFF and mine and self._bm25_tasks and self._ranged_vectors():
                 finish = partial(self._finish_vectors, self._vector_nos, done)
                 self._finishing = _HELPERS.start(finish)
             else:
