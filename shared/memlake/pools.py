@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import _thread
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -14,16 +13,6 @@ from queue import SimpleQueue
 
 #: how long prestart holds each thread it starts
 PRESTART_HOLD = 0.02
-#: how long a thread may hold the GIL while another waits for it (CPython: 5 ms). A search's
-#: I/O threads each need it for a moment after every request, and wait up to the whole
-#: interval while a search thread runs Python: at 10k x 20, paired in one process, a cold
-#: search 108 -> 104 ms on local disk and 275 -> 251 ms on the S3 model (decision 4401)
-SWITCH_INTERVAL = 0.001
-
-
-def tune_interpreter() -> None:
-    """Set the process's GIL switch interval for memlake's threads (every door does, once)."""
-    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 class LazyPool:

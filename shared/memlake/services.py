@@ -63,9 +63,6 @@ class Services:
         """A lake with the tables of `features` (default: memlake.features.FEATURES), their
         delete cleanups, and each feature's install run once."""
         from memlake.features import FEATURES, episode_cleanups, table_catalog
-        from memlake.pools import tune_interpreter
-
-        tune_interpreter()  # a process serving memlake: its threads' GIL hand-offs (4401)
 
         chosen = tuple(FEATURES if features is None else features)
         store = store if store is not None else make_store(cfg)

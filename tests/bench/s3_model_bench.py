@@ -13,6 +13,8 @@
     ... s3_model_bench.py parts /tmp/t10k --cold 9 [--part-kb 4096,2048,1024]
     # the re-score rows' coalescing gap (shard_source.ROWS_GAP), alternating in one process:
     ... s3_model_bench.py gaps /tmp/t10k --cold 9 [--gap-kb 256,512,1024]
+    # a lever off and on, alternating in one process, local then S3 model each search:
+    ... s3_model_bench.py levers /tmp/t10k --cold 24 --lever ahead|switch
     # any mode with boto3's own CPU a request charged on the calling thread (decision 4401):
     ... s3_model_bench.py run /tmp/t10k --client-cpu-ms 1.8
 
@@ -50,7 +52,6 @@ from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal  # noqa: E402
 from memlake.embed.minilm import MiniLMEmbedder  # noqa: E402
 from memlake.lake import snapshot  # noqa: E402
-from memlake.pools import tune_interpreter  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
 from memlake.search.index import cache, ranges  # noqa: E402
 from memlake.search.query.params import SearchParams  # noqa: E402
@@ -286,9 +287,48 @@ def gaps(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[
         print(f"rows gap {kb} KiB: {json.dumps(med)}", flush=True)
 
 
+def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str) -> None:
+    """Cold searches with a lever off and on, alternating search by search in one process,
+    each on local disk then on the S3 model: "ahead" (the re-score handed off and the hits
+    read ahead: sides.HAND_OFF and HitsAhead.bm25) or "switch" (CPython's GIL switch interval
+    of 5 ms against 1 ms: tried in stop 51, mixed, not kept; decision 4401)."""
+    from memlake.search.query import hits_ahead, sides
+
+    name_it = hits_ahead.HitsAhead.bm25
+
+    def set_lever(on: bool) -> None:
+        if lever == "ahead":
+            sides.HAND_OFF = on
+            hits_ahead.HitsAhead.bm25 = name_it if on else (lambda self, shards, tops: None)
+        else:
+            sys.setswitchinterval(0.001 if on else 0.005)
+
+    texts, qvecs, _ = _queries(root)
+    got: dict[tuple[bool, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    try:
+        for i in range(n):
+            for on in (False, True) if i % 2 == 0 else (True, False):
+                set_lever(on)
+                for kind in ("local", "s3"):
+                    store = _store(root, kind == "s3", model)
+                    searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
+                    t0 = time.perf_counter()
+                    _one_search(bare_lake(store), searcher, texts[i], qvecs[i])
+                    row = got[(on, kind)]
+                    row["ms"].append((time.perf_counter() - t0) * 1000)
+                    s = store.reset()
+                    row["requests"].append(s.requests)
+                    row["depth"].append(s.depth)
+    finally:
+        set_lever(lever == "ahead")  # as shipped
+    for (on, kind), row in sorted(got.items()):
+        med = {k: round(statistics.median(v[1:]), 1) for k, v in row.items()}  # not the first
+        print(f"{lever} {'on' if on else 'off'} {kind}: {json.dumps(med)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "trace", "parts", "gaps"])
+    parser.add_argument("mode", choices=["run", "trace", "parts", "gaps", "levers"])
     parser.add_argument("root", type=Path)
     parser.add_argument("--cold", type=int, default=7)
     parser.add_argument("--warm", type=int, default=60)
@@ -300,13 +340,16 @@ def main() -> None:
     )
     parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
     parser.add_argument("--gap-kb", default="256,512,1024", help="gaps: re-score rows' gaps")
+    parser.add_argument("--lever", choices=["ahead", "switch"], default="ahead")
     args = parser.parse_args()
     model = replace(LatencyModel.parse(args.latency), client_cpu=args.client_cpu_ms / 1000)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
-    tune_interpreter()  # as every door does (Services.build)
     cache_bytes = args.cache_mb << 20
     if args.mode == "trace":
         trace(args.root, model, cache_bytes)
+        return
+    if args.mode == "levers":
+        levers(args.root, args.cold, model, cache_bytes, args.lever)
         return
     if args.mode == "gaps":
         gaps(args.root, args.cold, model, cache_bytes, [int(k) for k in args.gap_kb.split(",")])

@@ -167,21 +167,3 @@ def test_prestart_starts_every_thread_once_and_quietly_lets_a_process_exit() -> 
     code = "from memlake.pools import STORE_IO; STORE_IO.prestart()"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
-
-
-def test_a_process_serving_memlake_hands_the_gil_over_within_a_millisecond(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every door builds its Services once; that sets the switch interval its I/O threads
-    need (a cold search's requests each wait for the GIL: decision 4401)."""
-    from memlake.config import Settings
-    from memlake.pools import SWITCH_INTERVAL
-    from memlake.services import Services
-
-    before = sys.getswitchinterval()
-    try:
-        sys.setswitchinterval(0.005)
-        Services.build(Settings(data_dir=tmp_path))
-        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
-    finally:
-        sys.setswitchinterval(before)
