@@ -85,3 +85,24 @@ def test_repair_restores_two_damaged_parts_of_one_merge_from_its_inputs_once(
     assert len(keys) == len(set(keys))  # the inputs once, not once a damaged part
     assert check_tenant(lake2.store, T).clean
     assert readable(tmp_path, written) == set(written)
+
+
+def test_a_segment_compacted_whole_before_is_cut_into_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant compacted before merges were cut holds one big segment: the next compaction
+    cuts it, alone, into parts (min_segments does not hold it back)."""
+    lake, written = _lake(tmp_path, 24)
+    monkeypatch.setattr(compaction, "SEGMENT_BYTES", 1 << 30)  # as before: one segment
+    compact(lake, T, min_segments=2)
+    assert len(lake.snapshot(T).manifest.tables["episodes"]) == 1
+    whole = lake.snapshot(T).manifest.tables["episodes"][0].bytes
+    part = whole // 6  # the whole segment: past OVERSIZED_PARTS parts
+    monkeypatch.setattr(compaction, "SEGMENT_BYTES", part)
+    report = compact(lake, T, min_segments=8)
+    segs = lake.snapshot(T).manifest.tables["episodes"]
+    assert report.merged["episodes"] == 1 and len(segs) >= 3
+    assert all(s.bytes <= 2 * part for s in segs)
+    assert readable(tmp_path, written) == set(written)
+    again = compact(lake, T, min_segments=8)  # its parts are not cut again
+    assert "episodes" not in again.merged

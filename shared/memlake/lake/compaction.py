@@ -38,6 +38,8 @@ class CompactionReport:
 #: and ~6 KB/ms of decoding per 512 KiB: about a passage's worth of reads more than a commit's
 #: own small segment), and a segment of at least half of it is not merged again
 SEGMENT_BYTES = 512 << 10
+#: a segment of more than this many parts' bytes is cut into parts by the next compaction
+OVERSIZED_PARTS = 4
 
 
 def _small(seg: SegmentRef, target_rows: int) -> bool:
@@ -96,6 +98,16 @@ def _merge(snap: Snapshot, spec: TableSpec, run: range) -> tuple[pa.Table, int]:
 SAMPLE_ROWS = 256
 
 
+def _oversized(segs: tuple[SegmentRef, ...]) -> range | None:
+    """The first segment of many rows past OVERSIZED_PARTS parts' bytes (one a compaction
+    wrote before it cut its merges, say: 11 MB at 10k episodes), as a run of its own: merged
+    alone, it is written again as parts."""
+    for i, seg in enumerate(segs):
+        if seg.rows > 1 and seg.bytes > OVERSIZED_PARTS * SEGMENT_BYTES:
+            return range(i, i + 1)
+    return None
+
+
 def _parts(merged: pa.Table) -> list[pa.Table]:
     """The merged rows (in id order) cut into about equal parts of about SEGMENT_BYTES each,
     by the Parquet bytes a row of a sample of them takes; at least one part (an empty merge
@@ -116,7 +128,7 @@ def compact(
     snap = lake.snapshot(tenant)
     plans: dict[str, tuple[tuple[str, ...], tuple[SegmentRef, ...]]] = {}
     for table, segs in snap.manifest.tables.items():
-        run = _pick_run(segs, target_rows, min_segments)
+        run = _pick_run(segs, target_rows, min_segments) or _oversized(segs)
         if run is None:
             continue
         spec = lake.spec(table)
