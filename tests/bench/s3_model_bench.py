@@ -14,7 +14,7 @@
     # the re-score rows' coalescing gap (shard_source.ROWS_GAP), alternating in one process:
     ... s3_model_bench.py gaps /tmp/t10k --cold 9 [--gap-kb 256,512,1024]
     # a lever off and on, alternating in one process, local then S3 model each search:
-    ... s3_model_bench.py levers /tmp/t10k --cold 24 --lever ahead|switch
+    ... s3_model_bench.py levers /tmp/t10k --cold 24 --lever ahead|switch|decode
     # any mode with boto3's own CPU a request charged on the calling thread (decision 4401):
     ... s3_model_bench.py run /tmp/t10k --client-cpu-ms 1.8
 
@@ -291,15 +291,28 @@ def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str
     """Cold searches with a lever off and on, alternating search by search in one process,
     each on local disk then on the S3 model: "ahead" (the re-score handed off and the hits
     read ahead: sides.HAND_OFF and HitsAhead.bm25) or "switch" (CPython's GIL switch interval
-    of 5 ms against 1 ms: tried in stop 51, mixed, not kept; decision 4401)."""
+    of 5 ms against 1 ms: tried in stop 51, mixed, not kept; decision 4401) or "decode"
+    (segments decoded with Arrow's threads, as shipped, against the calling thread alone:
+    tried in stop 51, not kept)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memlake.lake import segments
     from memlake.search.query import hits_ahead, sides
 
-    name_it = hits_ahead.HitsAhead.bm25
+    name_it, decode = hits_ahead.HitsAhead.bm25, segments.read_parquet
+
+    def alone(data: bytes) -> Any:
+        owned = pa.allocate_buffer(len(data))
+        memoryview(owned).cast("B")[:] = data
+        return pq.ParquetFile(pa.BufferReader(owned)).read(use_threads=False)
 
     def set_lever(on: bool) -> None:
         if lever == "ahead":
             sides.HAND_OFF = on
-            hits_ahead.HitsAhead.bm25 = name_it if on else (lambda self, shards, tops: None)
+            hits_ahead.HitsAhead.bm25 = name_it if on else (lambda self, shards, tops: None)  # type: ignore[method-assign]
+        elif lever == "decode":
+            segments.read_parquet = decode if on else alone
         else:
             sys.setswitchinterval(0.001 if on else 0.005)
 
@@ -320,7 +333,7 @@ def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str
                     row["requests"].append(s.requests)
                     row["depth"].append(s.depth)
     finally:
-        set_lever(lever == "ahead")  # as shipped
+        set_lever(lever != "switch")  # as shipped
     for (on, kind), row in sorted(got.items()):
         med = {k: round(statistics.median(v[1:]), 1) for k, v in row.items()}  # not the first
         print(f"{lever} {'on' if on else 'off'} {kind}: {json.dumps(med)}", flush=True)
@@ -340,7 +353,7 @@ def main() -> None:
     )
     parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
     parser.add_argument("--gap-kb", default="256,512,1024", help="gaps: re-score rows' gaps")
-    parser.add_argument("--lever", choices=["ahead", "switch"], default="ahead")
+    parser.add_argument("--lever", choices=["ahead", "switch", "decode"], default="ahead")
     args = parser.parse_args()
     model = replace(LatencyModel.parse(args.latency), client_cpu=args.client_cpu_ms / 1000)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background
