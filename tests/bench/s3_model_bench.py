@@ -244,23 +244,11 @@ def _kind(key: str, req: Any = None, members: Any = None) -> str:
 def parts(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[int]) -> None:
     """Cold searches on the S3 model with ranged GETs split at each of `sizes` (KiB;
     ranges.PART_BYTES), the sizes alternating search by search in one process."""
-    texts, qvecs, _ = _queries(root)
-    got: dict[int, dict[str, list[float]]] = {k: defaultdict(list) for k in sizes}
-    for i in range(n):
-        for kb in sizes if i % 2 == 0 else sizes[::-1]:
-            ranges.PART_BYTES = kb << 10
-            store = _store(root, True, model)
-            lake = bare_lake(store)
-            searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
-            t0 = time.perf_counter()
-            _one_search(lake, searcher, texts[i], qvecs[i])
-            got[kb]["ms"].append((time.perf_counter() - t0) * 1000)
-            s = store.reset()
-            got[kb]["requests"].append(s.requests)
-            got[kb]["depth"].append(s.depth)
-    for kb, row in got.items():
-        med = {k: round(statistics.median(v), 1) for k, v in row.items()}
-        print(f"parts of {kb} KiB: {json.dumps(med)}", flush=True)
+
+    def split_at(kb: int) -> None:
+        ranges.PART_BYTES = kb << 10
+
+    _sizes_alternating(root, n, model, cache_bytes, sizes, split_at, "parts of")
 
 
 def gaps(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[int]) -> None:
@@ -268,11 +256,28 @@ def gaps(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[
     (KiB; shard_source.ROWS_GAP), alternating search by search in one process."""
     from memlake.search.index import shard_source
 
+    def gap_of(kb: int) -> None:
+        shard_source.ROWS_GAP = kb << 10
+
+    _sizes_alternating(root, n, model, cache_bytes, sizes, gap_of, "rows gap")
+
+
+def _sizes_alternating(
+    root: Path,
+    n: int,
+    model: LatencyModel,
+    cache_bytes: int,
+    sizes: list[int],
+    apply: Any,
+    label: str,
+) -> None:
+    """n cold searches on the S3 model for each of `sizes` (KiB, set by `apply`), the sizes
+    alternating search by search; prints each size's medians."""
     texts, qvecs, _ = _queries(root)
     got: dict[int, dict[str, list[float]]] = {k: defaultdict(list) for k in sizes}
     for i in range(n):
         for kb in sizes if i % 2 == 0 else sizes[::-1]:
-            shard_source.ROWS_GAP = kb << 10
+            apply(kb)
             store = _store(root, True, model)
             searcher = Searcher(Settings(data_dir=root), cache_bytes=cache_bytes)
             t0 = time.perf_counter()
@@ -284,7 +289,7 @@ def gaps(root: Path, n: int, model: LatencyModel, cache_bytes: int, sizes: list[
             got[kb]["depth"].append(s.depth)
     for kb, row in got.items():
         med = {k: round(statistics.median(v), 1) for k, v in row.items()}
-        print(f"rows gap {kb} KiB: {json.dumps(med)}", flush=True)
+        print(f"{label} {kb} KiB: {json.dumps(med)}", flush=True)
 
 
 def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str) -> None:

@@ -26,6 +26,8 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from memlake.config import Settings
+from memlake.lake import compaction
+from memlake.lake.compaction import compact
 from memlake.mcp.server import build_app
 from memlake.search.index import cache, ivf, layout
 from memlake.search.index.backlog import pending_map
@@ -276,4 +278,43 @@ def test_a_tenant_that_fits_is_promoted_and_then_read_from_memory(world: World) 
     assert not ranged and not [k for k in whole if "/search/" in k]
     assert all("/tables/episodes/" in k and n == 1 for k, n in whole.items())
     assert set(counts) <= {"head", "get"} and counts["head"] <= len(queries)
+    assert counts["put"] == counts["delete"] == 0
+
+
+def test_after_compaction_a_cold_server_reads_each_hits_part_not_the_whole_table(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's compaction (what maintenance runs) writes the episodes as parts of about
+    SEGMENT_BYTES in id order (decision 4401): a fresh server through /mcp answers what the
+    warm one did and reads, for its hits, the parts that hold them, each once. (Last in this
+    module: it compacts the world's lake.)"""
+    monkeypatch.setattr(cache, "PROMOTE", False)
+    store = world.new_store()
+    before = Services.build(world.settings, store).lake.snapshot(TENANT).manifest
+    # parts of a commit's segment's size (these 20 episodes merge into ~15 KB), and every
+    # commit's segment merged, whatever its size
+    size = max(s.bytes for s in before.tables["episodes"])
+    monkeypatch.setattr(compaction, "SEGMENT_BYTES", size)
+    monkeypatch.setattr(compaction, "_small", lambda seg, target_rows: not seg.compacted)
+    report = compact(Services.build(world.settings, store).lake, TENANT, min_segments=2)
+    parts = Services.build(world.settings, store).lake.snapshot(TENANT).manifest
+    parts_of = {s.key: s for s in parts.tables["episodes"]}
+    assert report.merged["episodes"] == len(before.tables["episodes"])
+    assert len(parts_of) >= 2 and all(s.compacted for s in parts_of.values())
+    with server(world) as (url, _, keyed):
+        cold = run(_search_all(url, _queries(world.ids)))
+
+        async def needle() -> dict[str, Any]:
+            async with connect(url, TOKENS[TENANT]) as client:
+                return await call(client, "get_episode", {"id": world.ids[NEEDLE]})
+
+        got = run(needle())
+        counts, whole, _ = keyed.clear()
+    assert cold == world.warm  # the same ids, scores, breakdowns and passages
+    assert not got["is_error"] and "Oyelaran" in got["content"]
+    # the parts holding the hits and the episode asked for, each read once, and no other
+    wanted = {h["id"] for out in cold.values() for h in out["episodes"]} | {world.ids[NEEDLE]}
+    holding = {k for k, p in parts_of.items() for i in wanted if p.min_id <= i <= p.max_id}
+    read = {k: n for k, n in whole.items() if "/tables/episodes/" in k}
+    assert set(read) == holding and set(read.values()) == {1}
     assert counts["put"] == counts["delete"] == 0

@@ -55,8 +55,9 @@ class LatencyModel:
     `tail_share` of requests (seeded) take `tail_factor` times the first-byte latency;
     `slow_down_share` of them fail with SlowDown after it. `client_cpu`: seconds of Python
     each request costs the thread that makes it, holding the GIL, before it is sent: boto3's
-    own work (a ranged GET ~1.8 ms of client CPU against moto's server in another process,
-    a SigV4-signed urllib3 GET ~0.9; decision 4401). 0 (the default): not modelled."""
+    own work (a ranged GET ~2 ms of client CPU against moto's server in another process, a
+    SigV4-signed urllib3 GET ~1.1: tests/bench/s3_client_cpu_bench.py, decision 4401). 0 (the
+    default): not modelled."""
 
     first_byte: float = S3_FIRST_BYTE
     bandwidth: float = S3_BANDWIDTH

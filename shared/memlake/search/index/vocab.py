@@ -1,8 +1,7 @@
 """A shard's terms: the sorted, '\\n'-joined `vocab` member, looked up where it lies.
 
 A search wants the ids of a few query terms; opening a shard built a dict of every term for
-that (~9 ms of a cold search's ~20 ms of Python at 10k x 20 per big shard, more with real
-text's vocabularies; decision 4401). The terms are sorted as Python sorts str, which is the
+that, on every cold open (decision 4401). The terms are sorted as Python sorts str, which is the
 order of their UTF-8 bytes, so a term is found by binary search over the blob's lines (the
 line starts from one numpy pass). A term is an id only where its line is that term, so a
 damaged, unsorted vocabulary can only miss terms, never name the wrong one. The list of terms,

@@ -7,9 +7,7 @@ a segment) after it too. The BM25 side is done first (its postings come in the r
 probed lists, and it is scored while the re-score rows are read), and its best docs are
 mostly the hits: its `count` best episodes are handed to `read` (TableView.read_ahead: their
 segments read in the background, once however many ask), and the lookup of the final hits
-waits for those reads or reads what the guess missed. The vector side's guess, its best rows
-by code score before the re-score, named 6 of its 10 final docs and cost requests for no time
-at 10k (decision 4401).
+waits for those reads or reads what the guess missed (decision 4401).
 """
 
 from __future__ import annotations
