@@ -344,9 +344,43 @@ def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str
         print(f"{lever} {'on' if on else 'off'} {kind}: {json.dumps(med)}", flush=True)
 
 
+def tenants(roots: list[Path], n: int, model: LatencyModel, cache_bytes: int) -> None:
+    """Cold searches of the same queries on tenants built apart (a layout lever: the same
+    corpus written by two versions of the writer), alternating search by search in one
+    process, each on local disk then on the S3 model; then each tenant's vector-only
+    recall@10 over the queries (the exact top 10 of truth.json)."""
+    texts, qvecs, truth = _queries(roots[0])
+    got: dict[tuple[int, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for i in range(n):
+        for at in range(len(roots)) if i % 2 == 0 else reversed(range(len(roots))):
+            for kind in ("local", "s3"):
+                store = _store(roots[at], kind == "s3", model)
+                searcher = Searcher(Settings(data_dir=roots[at]), cache_bytes=cache_bytes)
+                t0 = time.perf_counter()
+                _one_search(bare_lake(store), searcher, texts[i], qvecs[i])
+                row = got[(at, kind)]
+                row["ms"].append((time.perf_counter() - t0) * 1000)
+                s = store.reset()
+                row["requests"].append(s.requests)
+                row["MB"].append(s.bytes_read / 1e6)
+                row["depth"].append(s.depth)
+    for (at, kind), row in sorted(got.items()):
+        med = {k: round(statistics.median(v[1:]), 1) for k, v in row.items()}  # not the first
+        print(f"{roots[at]} {kind}: {json.dumps(med)}", flush=True)
+    for root in roots:  # each build names its episodes anew: its own truth.json
+        truth = _queries(root)[2]
+        lake, searcher = bare_lake(LocalStore(root)), Searcher(Settings(data_dir=root))
+        hits = [
+            _one_search(lake, searcher, texts[i], qvecs[i], VECTOR_ONLY)
+            for i in range(min(len(truth), 100))
+        ]
+        found = [len(set(h) & set(truth[i][:10])) / 10 for i, h in enumerate(hits)]
+        print(f"{root} vector-only recall@10: {statistics.mean(found):.3f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "trace", "parts", "gaps", "levers"])
+    parser.add_argument("mode", choices=["run", "trace", "parts", "gaps", "levers", "tenants"])
     parser.add_argument("root", type=Path)
     parser.add_argument("--cold", type=int, default=7)
     parser.add_argument("--warm", type=int, default=60)
@@ -358,6 +392,7 @@ def main() -> None:
     )
     parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
     parser.add_argument("--gap-kb", default="256,512,1024", help="gaps: re-score rows' gaps")
+    parser.add_argument("--other", type=Path, action="append", help="tenants: more roots")
     parser.add_argument("--lever", choices=["ahead", "switch", "decode"], default="ahead")
     args = parser.parse_args()
     model = replace(LatencyModel.parse(args.latency), client_cpu=args.client_cpu_ms / 1000)
@@ -365,6 +400,9 @@ def main() -> None:
     cache_bytes = args.cache_mb << 20
     if args.mode == "trace":
         trace(args.root, model, cache_bytes)
+        return
+    if args.mode == "tenants":
+        tenants([args.root, *(args.other or [])], args.cold, model, cache_bytes)
         return
     if args.mode == "levers":
         levers(args.root, args.cold, model, cache_bytes, args.lever)

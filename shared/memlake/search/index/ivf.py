@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memlake.errors import CorruptObject
-from memlake.search.index import ivf_coarse, ivf_codes, kernels, vector_scan
+from memlake.search.index import ivf_coarse, ivf_codes, ivf_order, kernels, vector_scan
 from memlake.search.index.arrays import F32, I64
 from memlake.search.index.kernels import numpy_twins
 
@@ -43,6 +43,8 @@ ROWS_PER_LIST = 128
 NPROBE = 64
 #: a filter leaving at most this many vector rows scans them exactly (no IVF)
 EXACT_BELOW = 4096
+#: store the lists in locality order (ivf_order; off only to measure what it buys)
+ORDER_LISTS = True
 #: k-means: training points per centroid (a sample) and iterations
 TRAIN_PER_LIST = 16
 NITER = 4
@@ -138,6 +140,8 @@ def index_arrays(x: F32, centroids: F32, lists: I64, seed: int = 1234) -> dict[s
     x = np.ascontiguousarray(x, dtype=np.float32)
     rows, dim = x.shape
     nlist = len(centroids)
+    if ORDER_LISTS:  # near centroids' lists side by side: a query's lists in few runs (4401)
+        centroids, lists = ivf_order.renumber(centroids, lists, seed)
     order = np.argsort(lists, kind="stable")
     offsets = np.zeros(nlist + 1, np.int64)
     np.cumsum(np.bincount(lists, minlength=nlist), out=offsets[1:])

@@ -98,7 +98,9 @@ def encode_pq(vectors: F32, offsets: I64, seed: int, order: I64 | None = None) -
     pq.cp.seed = seed
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(rows, PQ_TRAIN, replace=False)) if rows > PQ_TRAIN else slice(None)
-    pq.train(np.ascontiguousarray(vectors[at[pick]], np.float32))
+    # the sample by row, not by place in list order: the lists' numbering (ivf_order) leaves
+    # the codes as they are
+    pq.train(np.ascontiguousarray(vectors[pick], np.float32))
     codes = pq.compute_codes(np.ascontiguousarray(vectors, np.float32))[at]
     nlist = len(offsets) - 1
     probe = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(dim), dim, 1, pq.M, PQ_BITS)
