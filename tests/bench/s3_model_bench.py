@@ -14,7 +14,9 @@
     # the re-score rows' coalescing gap (shard_source.ROWS_GAP), alternating in one process:
     ... s3_model_bench.py gaps /tmp/t10k --cold 9 [--gap-kb 256,512,1024]
     # a lever off and on, alternating in one process, local then S3 model each search:
-    ... s3_model_bench.py levers /tmp/t10k --cold 24 --lever ahead|switch|decode
+    ... s3_model_bench.py levers /tmp/t10k --cold 24 --lever ahead|switch|decode|head
+    # the same queries on tenants built apart (a layout lever), alternating, and their recall:
+    ... s3_model_bench.py tenants /tmp/t10k --other /tmp/t10k-ord --cold 16
     # any mode with boto3's own CPU a request charged on the calling thread (decision 4401):
     ... s3_model_bench.py run /tmp/t10k --client-cpu-ms 1.8
 
@@ -298,14 +300,19 @@ def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str
     read ahead: sides.HAND_OFF and HitsAhead.bm25) or "switch" (CPython's GIL switch interval
     of 5 ms against 1 ms: tried in stop 51, mixed, not kept; decision 4401) or "decode"
     (segments decoded with Arrow's threads, as shipped, against the calling thread alone:
-    tried in stop 51, not kept)."""
+    tried in stop 51, not kept) or "head" (the newest manifest's copy read beside the hint,
+    memlake.lake.head_copy: stop 52; a tenant built before it gets its copy first)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from memlake.lake import segments
+    from memlake.lake import head_copy, segments
     from memlake.search.query import hits_ahead, sides
 
     name_it, decode = hits_ahead.HitsAhead.bm25, segments.read_parquet
+    read_copy = head_copy._read_copy
+    if lever == "head":  # the copy a writer of today leaves (the hint names the same version)
+        local = LocalStore(root)
+        head_copy.publish(local, TENANT, bare_lake(local).snapshot(TENANT).manifest)
 
     def alone(data: bytes) -> Any:
         owned = pa.allocate_buffer(len(data))
@@ -318,6 +325,8 @@ def levers(root: Path, n: int, model: LatencyModel, cache_bytes: int, lever: str
             hits_ahead.HitsAhead.bm25 = name_it if on else (lambda self, shards, tops: None)  # type: ignore[method-assign]
         elif lever == "decode":
             segments.read_parquet = decode if on else alone
+        elif lever == "head":
+            head_copy._read_copy = read_copy if on else (lambda store, tenant: (None, b""))
         else:
             sys.setswitchinterval(0.001 if on else 0.005)
 
@@ -393,7 +402,7 @@ def main() -> None:
     parser.add_argument("--part-kb", default="4096,2048,1024", help="parts: sizes to compare")
     parser.add_argument("--gap-kb", default="256,512,1024", help="gaps: re-score rows' gaps")
     parser.add_argument("--other", type=Path, action="append", help="tenants: more roots")
-    parser.add_argument("--lever", choices=["ahead", "switch", "decode"], default="ahead")
+    parser.add_argument("--lever", choices=["ahead", "switch", "decode", "head"], default="ahead")
     args = parser.parse_args()
     model = replace(LatencyModel.parse(args.latency), client_cpu=args.client_cpu_ms / 1000)
     cache.PROMOTE, snapshot.INDEX_AFTER_LOOKUP = False, False  # nothing in the background

@@ -12,8 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memlake.config import Settings
+from memlake.context import Principal
 from memlake.errors import CorruptObject
-from memlake.lake import keys, manifest_log, snapshot
+from memlake.lake import head_copy, keys, manifest_log, snapshot
+from memlake.lake.manifest import Manifest
 from memlake.search.index import cache, npz_layout, term_postings
 from memlake.search.index.ranges import RangedNpz
 from memlake.search.index.shard import Shard
@@ -21,9 +24,10 @@ from memlake.search.index.state import EXTRA_KEY, SearchState
 from memlake.search.query.hits_ahead import HitsAhead
 from memlake.store.latency import LatencyModel, LatencyStore
 from memlake.store.local import LocalStore
-from tests.integration.test_search_index import T
-from tests.unit.test_cold_ranges import _lazy_infos, _run, _searcher, built  # noqa: F401
-from tests.wiring import bare_lake
+from memlake.tools import add_episode
+from tests.integration.test_search_index import HashEmbedder, T
+from tests.unit.test_cold_ranges import DIM, _lazy_infos, _run, _searcher, built  # noqa: F401
+from tests.wiring import bare_lake, indexed_context
 
 #: first-byte latency of these tests: far above the CPU between two rounds of this small
 #: tenant, so requests meant to overlap do (depth counts requests that waited for others)
@@ -97,6 +101,62 @@ def test_without_reading_the_hits_ahead_a_cold_search_pays_a_round_trip_more(
     assert after.stats.requests == ahead.stats.requests  # the same segments, a round later
 
 
+def test_with_the_manifests_copy_a_cold_search_reads_its_shards_a_round_trip_sooner(
+    built: dict[str, Any],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shards' first reads go out beside the reads that check the copy of the newest
+    manifest (head_copy), not after the manifest's own GET."""
+    hits, ahead = _cold(built, "w3 w17 w250")
+    assert ahead.stats.counts["head"] == 1  # the next version's, beside the manifest's GET
+    monkeypatch.setattr(head_copy, "_read_copy", lambda store, tenant: (None, b""))
+    again, after = _cold(built, "w3 w17 w250")
+    assert again == hits
+    assert after.stats.depth == ahead.stats.depth + 1
+
+
+def test_a_cold_search_from_a_stale_copy_answers_from_the_newest_manifest(
+    tmp_path: Path,
+) -> None:
+    """A copy left behind (another writer's copy landed first, or the writer stopped before
+    its copy) is found out by the next version's HEAD: the search is done again on the
+    newest, and what that version added is found."""
+    local = LocalStore(tmp_path)
+    emb = HashEmbedder(dim=DIM)
+    ctx = indexed_context(Principal(T), bare_lake(local, dim=DIM), Settings(data_dir=tmp_path), emb)
+    add_episode.run(ctx, add_episode.AddEpisodeInput(content="alpha bravo charlie"))
+    stale = local.get(head_copy.head_key(T))
+    added = add_episode.run(ctx, add_episode.AddEpisodeInput(content="zulu yankee xray")).id
+    local.put(head_copy.head_key(T), stale)  # and the hint: the writer stopped before both
+    local.put(keys.hint_key(T), str(Manifest.from_bytes(stale).version).encode())
+    fresh = bare_lake(local, dim=DIM)
+    behind, settled = fresh.snapshot_ahead(T)
+    assert behind.version < bare_lake(local).snapshot(T).version and not settled()
+    assert [h[0] for h in _run(fresh, _searcher(emb), "zulu")][:1] == [added]
+    # a damaged copy, or one of another tenant: the hint's path
+    other = stale.replace(f'"tenant":"{T}"'.encode(), b'"tenant":"other"')
+    for bad in (b"{not json", other):
+        local.put(head_copy.head_key(T), bad)
+        assert [h[0] for h in _run(bare_lake(local, dim=DIM), _searcher(emb), "zulu")][:1] == [
+            added
+        ]
+
+
+def test_a_copy_of_a_damaged_manifest_is_not_read_around_it(tmp_path: Path) -> None:
+    """The copy is checked against the stored manifest's bytes: a damaged newest manifest is
+    reported, and writes refused, as without the copy."""
+    local = LocalStore(tmp_path)
+    lake = bare_lake(local)
+    for i in range(3):
+        lake.commit(T, lambda txn, i=i: txn.put("episodes", {"id": f"e{i}", "content": "x"}))
+    local.put(keys.manifest_key(T, 3), b"{not json")
+    fresh = bare_lake(local)
+    snap, settled = fresh.snapshot_ahead(T)
+    assert not settled()
+    assert fresh.snapshot(T).damage is not None
+    assert bare_lake(local).snapshot(T).version == 2
+
+
 def test_the_array_table_is_where_the_arrays_are(built: dict[str, Any]) -> None:  # noqa: F811
     info = _lazy_infos(built["lake"])[0]
     data = LocalStore(built["root"]).get(info.key)
@@ -152,10 +212,16 @@ def test_a_cold_reader_finds_the_newest_manifest_in_two_round_trips(tmp_path: Pa
     lake = bare_lake(local)
     for i in range(5):
         lake.commit(T, lambda txn, i=i: txn.put("episodes", {"id": f"e{i}", "content": "x"}))
-    # GIVEN the hint names the newest version: two round trips
+    # GIVEN the hint names the newest version: two round trips (the hint and the manifest's
+    # copy, then the manifest and the next version's existence)
     store = LatencyStore(local, LatencyModel(first_byte=0.01))
     assert bare_lake(store).snapshot(T).version == 5
-    assert store.stats.depth == 2 and store.stats.requests == 3
+    assert store.stats.depth == 2 and store.stats.requests == 4
+    # the hint's own path, for tenants without the copy (written before it)
+    local.delete(head_copy.head_key(T))
+    store = LatencyStore(local, LatencyModel(first_byte=0.01))
+    assert bare_lake(store).snapshot(T).version == 5
+    assert store.stats.depth == 2 and store.stats.requests == 4  # the copy asked for, missing
     # GIVEN a stale hint (a writer died between its manifest and the hint): still the newest
     local.put(keys.hint_key(T), b"3")
     assert bare_lake(LatencyStore(local, LatencyModel(first_byte=0.0))).snapshot(T).version == 5

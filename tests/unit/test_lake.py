@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from memlake.errors import Conflict, NotFound
-from memlake.lake import Lake, Transaction, keys
+from memlake.lake import Lake, Transaction, head_copy, keys
 from memlake.lake.commit_state import Hooks
 from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
@@ -114,6 +114,7 @@ def test_reader_finds_latest_without_hint_and_warm_read_costs_one_request(tmp_pa
     for i in range(20):
         put(lake, "t", f"r{i}", "x")
     store.inner.delete(keys.hint_key("t"))
+    store.inner.delete(head_copy.head_key("t"))
     cold = bare_lake(LocalStore(tmp_path))
     assert cold.snapshot("t").version == 20
     store.reset()
@@ -121,7 +122,7 @@ def test_reader_finds_latest_without_hint_and_warm_read_costs_one_request(tmp_pa
     assert sum(store.counts.values()) == 1  # one existence probe of version 21
     store.reset()
     put(lake, "t", "new", "y")
-    assert store.writes == 3  # segment, manifest, hint
+    assert store.writes == 4  # segment, manifest, then the hint and the manifest's copy
 
 
 def test_compaction_merges_keeps_latest_and_drops_dead_rows(tmp_path: Path) -> None:

@@ -24,8 +24,8 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from memlake.errors import CorruptObject, MemlakeError, NotFound, StorageError, Unavailable
-from memlake.lake import keys, manifest_log
+from memlake.errors import CorruptObject, NotFound, StorageError, Unavailable
+from memlake.lake import head_copy, keys, manifest_log
 from memlake.lake.checksums import CHECK_HINT
 from memlake.lake.commit_state import (
     STORE_BACKOFF,
@@ -46,6 +46,12 @@ from memlake.pools import STORE_IO
 from memlake.store.base import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
+
+
+def _settled_already() -> bool:
+    return True
+
+
 HINT_RECHECK_SECONDS = 60.0
 
 
@@ -132,13 +138,10 @@ class Lake:
             return Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
         with st.read_lock:
             current = st.snapshot
-            if current is None:  # cold: the hint, then its manifest (two round trips)
-                hinted = manifest_log.newest_from_hint(self.store, tenant)
-                if hinted is not None:
-                    snap = Snapshot(hinted, self.store, self.cache, self.schema, memo=st.views)
-                    st.validated_at = time.monotonic()
-                    self._install(st, snap)
-                    return snap
+            if current is None:  # cold: the hint and the copy, then the checks (two rounds)
+                cold = head_copy.cold_newest(self.store, tenant)
+                if cold.manifest is not None and cold.newest():
+                    return self._settled(st, cold.manifest)
             known = current.version if current is not None else 0
             if current is None or time.monotonic() - st.validated_at > HINT_RECHECK_SECONDS:
                 # a long-idle cache may sit below manifests GC has since removed: re-anchor
@@ -159,6 +162,43 @@ class Lake:
                 st.snapshot = None  # the fallback replaces it: later reads skip `latest`
             self._install(st, snap)
             return snap
+
+    def snapshot_ahead(self, tenant: str) -> tuple[Snapshot, Callable[[], bool]]:
+        """For a reader that can do its work again (search): the newest snapshot, or, when
+        this process holds none, the snapshot of the manifest's copy a writer left beside the
+        hint (memlake.lake.head_copy), before the reads that check it have answered: its
+        reads start a round trip sooner. Call `settled()` before answering from it: False
+        means it was not the newest, and the work is done again on `snapshot(tenant)`."""
+        st = self._state(tenant)
+        with st.read_lock:
+            cold = st.snapshot is None
+        if not cold:
+            return self.snapshot(tenant), _settled_already
+        read = head_copy.cold_newest(self.store, tenant)
+        if read.manifest is None or read.checks is None:
+            if read.manifest is not None:
+                with st.read_lock:
+                    return self._settled(st, read.manifest), _settled_already
+            return self.snapshot(tenant), _settled_already
+        manifest = read.manifest
+        snap = Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
+
+        def settled() -> bool:
+            if not read.newest():
+                return False
+            with st.read_lock:
+                st.validated_at = time.monotonic()
+                self._install(st, snap)
+            return True
+
+        return snap, settled
+
+    def _settled(self, st: TenantState, manifest: Manifest) -> Snapshot:
+        """A cold reader's newest manifest, checked: installed (under st.read_lock)."""
+        snap = Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
+        st.validated_at = time.monotonic()
+        self._install(st, snap)
+        return snap
 
     def forget(self, tenant: str) -> None:
         """Drop what this process knows of a tenant's manifests (after `memlake repair`
@@ -291,10 +331,7 @@ class Lake:
         return current, STORE_IO.get().submit(self.store.exists, next_key)
 
     def _publish(self, tenant: str, st: TenantState, prev: Snapshot, manifest: Manifest) -> None:
-        try:
-            self.store.put(keys.hint_key(tenant), str(manifest.version).encode())
-        except MemlakeError:
-            pass  # the hint is an optimisation; readers probe forward from any older value
+        head_copy.publish(self.store, tenant, manifest)  # the hint and the copy, best effort
         with st.read_lock:
             snap = Snapshot(manifest, self.store, self.cache, self.schema, prev, memo=st.views)
             self._install(st, snap)

@@ -49,7 +49,7 @@ def collect_garbage(
         version = keys.version_of_manifest_key(obj.key) if "/manifest/" in obj.key else None
         if version is not None:
             manifest_versions[version] = obj.last_modified
-        elif not obj.key.endswith(keys.HINT_NAME):
+        elif not obj.key.endswith((keys.HINT_NAME, keys.HEAD_NAME)):
             data_objects.append(obj)
 
     history_cutoff = now - timedelta(seconds=history_seconds)

@@ -6,6 +6,8 @@ from memlake.ids import check_tenant
 
 MANIFEST_DIR = "manifest"
 HINT_NAME = "_latest.json"
+#: the newest manifest's copy beside the hint (memlake.lake.head_copy)
+HEAD_NAME = "_head.json"
 
 
 def tenant_prefix(tenant: str) -> str:
@@ -33,7 +35,7 @@ def object_key(tenant: str, kind: str, name: str) -> str:
 
 def version_of_manifest_key(key: str) -> int | None:
     name = key.rsplit("/", 1)[-1]
-    if not name.endswith(".json") or name == HINT_NAME:
+    if not name.endswith(".json") or name in (HINT_NAME, HEAD_NAME):
         return None
     stem = name[: -len(".json")]
     return int(stem) if stem.isdigit() else None

@@ -55,13 +55,13 @@ def newest_version(store: ObjectStore, tenant: str, known: int) -> int:
     return lo
 
 
-def newest_from_hint(store: ObjectStore, tenant: str) -> Manifest | None:
+def newest_from_hint(store: ObjectStore, tenant: str, hinted: int | None = None) -> Manifest | None:
     """A cold reader's newest manifest in two round trips (decision 4401): the hint, then the
     manifest it names and whether the next version exists, side by side; behind a stale hint,
     the probe goes on from the next version. None when that does not settle it (no hint, the
     manifest missing or damaged): the caller then takes the probing path, which handles
-    those."""
-    hinted = read_hint(store, tenant)
+    those. `hinted`: the hint, when the caller read it already."""
+    hinted = read_hint(store, tenant) if hinted is None else hinted
     if hinted < 1:
         return None
     newer = _PROBES.get().submit(store.exists, keys.manifest_key(tenant, hinted + 1))

@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 
 from memlake.episodes import TABLE
+from memlake.errors import MemlakeError
 from memlake.lake import Lake
+from memlake.lake.snapshot import Snapshot
 from memlake.search.index import kernels
 from memlake.search.index.state import SearchState
 from memlake.search.index.text import unique_terms
@@ -40,6 +42,7 @@ from memlake.search.query.rerank import rerank_search
 from memlake.search.query.retrieve import Ranked, mask_of
 from memlake.search.query.sides import Sides, embed_ahead
 from memlake.search.searcher import Searcher
+from memlake.store.base import ObjectStore
 
 
 def _us(value: datetime | None) -> int | None:
@@ -71,7 +74,42 @@ def search(
     (the best matching content passage) and the full `row`.
     `params` tunes the ranking and `query_vector` skips embedding the query (benchmarks).
     """
-    snap = lake.snapshot(tenant)
+
+    def run(snap: Snapshot) -> list[SearchHit]:
+        return _search_in(
+            snap, lake.store, searcher, query, limit, context, start, end, recency, allowed_ids,
+            params, query_vector,
+        )  # fmt: skip
+
+    # a cold process reads from the manifest's copy before it is known to be the newest: a
+    # round trip sooner; answered only once it is, done again otherwise (memlake.lake.head_copy)
+    snap, settled = lake.snapshot_ahead(tenant)
+    try:
+        hits: list[SearchHit] | None = run(snap)
+    except MemlakeError:
+        if settled():
+            raise
+        hits = None  # an object of an older manifest, collected since: the newest decides
+    if hits is not None and settled():
+        return hits
+    return run(lake.snapshot(tenant))
+
+
+def _search_in(
+    snap: Snapshot,
+    store: ObjectStore,
+    searcher: Searcher,
+    query: str,
+    limit: int,
+    context: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    recency: bool,
+    allowed_ids: set[str] | None,
+    params: SearchParams,
+    query_vector: np.ndarray | None,
+) -> list[SearchHit]:
+    """search() on one snapshot."""
     state = snap.derived("search_state", lambda: SearchState.from_extra(snap.extra))
     if state is None or (allowed_ids is not None and not allowed_ids):
         return []
@@ -88,7 +126,7 @@ def search(
         qvec = (
             query_vector if query_vector is not None else embed_ahead(searcher.embed_query, query)
         )
-    shards = searcher.shards.load_many(lake.store, [s.key for s in infos], infos)
+    shards = searcher.shards.load_many(store, [s.key for s in infos], infos)
     cand = max(params.candidates, limit)
     allowed = sorted(allowed_ids) if allowed_ids is not None else None
 
@@ -114,7 +152,7 @@ def search(
     bm25 = bm25_found.ranked(shards, cand)
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
-    searcher.shards.promote(lake.store, infos)  # whole shards later, if the tenant fits (1306)
+    searcher.shards.promote(store, infos)  # whole shards later, if the tenant fits (1306)
     hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
     if reranker is not None:
         top = searcher.settings.rerank_candidates
