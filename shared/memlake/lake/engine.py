@@ -24,8 +24,8 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from memlake.errors import CorruptObject, NotFound, StorageError, Unavailable
-from memlake.lake import head_copy, keys, manifest_log
+from memlake.errors import CorruptObject, StorageError, Unavailable
+from memlake.lake import head_copy, keys
 from memlake.lake.checksums import CHECK_HINT
 from memlake.lake.commit_state import (
     STORE_BACKOFF,
@@ -38,6 +38,7 @@ from memlake.lake.commit_state import (
 )
 from memlake.lake.manifest import Manifest, SegmentRef
 from memlake.lake.manifest_put import put_manifest, stamped
+from memlake.lake.reading import HINT_RECHECK_SECONDS, Reading
 from memlake.lake.schema import DEFAULT_DIM, Catalog, TableSpec, rows_to_table
 from memlake.lake.segments import SegmentCache, encode_segment
 from memlake.lake.snapshot import Snapshot
@@ -46,13 +47,6 @@ from memlake.pools import STORE_IO
 from memlake.store.base import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
-
-
-def _settled_already() -> bool:
-    return True
-
-
-HINT_RECHECK_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +72,7 @@ CommitHook = Callable[[CommitContext], None]
 PrepareHook = Callable[[Snapshot, Transaction], None]
 
 
-class Lake:
+class Lake(Reading):
     def __init__(
         self,
         store: ObjectStore,
@@ -122,95 +116,6 @@ class Lake:
         """Tenants this process has read or written (maintenance works through these)."""
         with self._tenants_lock:
             return list(self._tenants)
-
-    # reading ---------------------------------------------------------------------------
-    def load_manifest(self, tenant: str, version: int) -> Manifest:
-        return manifest_log.load_manifest(self.store, tenant, version)
-
-    def snapshot(self, tenant: str, *, version: int | None = None) -> Snapshot:
-        """The newest committed snapshot (or an older version for point-in-time reads)."""
-        st = self._state(tenant)
-        if version is not None:
-            current = st.snapshot
-            if current is not None and current.version == version:
-                return current
-            manifest = self.load_manifest(tenant, version)
-            return Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
-        with st.read_lock:
-            current = st.snapshot
-            if current is None:  # cold: the hint and the copy, then the checks (two rounds)
-                cold = head_copy.cold_newest(self.store, tenant)
-                if cold.manifest is not None and cold.newest():
-                    return self._settled(st, cold.manifest)
-            known = current.version if current is not None else 0
-            if current is None or time.monotonic() - st.validated_at > HINT_RECHECK_SECONDS:
-                # a long-idle cache may sit below manifests GC has since removed: re-anchor
-                known = max(known, manifest_log.checked_hint(self.store, tenant))
-                st.validated_at = time.monotonic()
-            latest = manifest_log.newest_version(self.store, tenant, known)
-            if current is not None and latest in (current.version, current.damaged_version):
-                return current
-            try:
-                manifest, damage = self.load_manifest(tenant, latest), None
-            except (CorruptObject, NotFound) as e:
-                if latest == 0:
-                    raise
-                manifest, damage = manifest_log.newest_intact(self.store, tenant, latest, e), e
-            snap = Snapshot(manifest, self.store, self.cache, self.schema, current, memo=st.views)
-            if damage is not None:
-                snap.damage = (latest, damage)
-                st.snapshot = None  # the fallback replaces it: later reads skip `latest`
-            self._install(st, snap)
-            return snap
-
-    def snapshot_ahead(self, tenant: str) -> tuple[Snapshot, Callable[[], bool]]:
-        """For a reader that can do its work again (search): the newest snapshot, or, when
-        this process holds none, the snapshot of the manifest's copy a writer left beside the
-        hint (memlake.lake.head_copy), before the reads that check it have answered: its
-        reads start a round trip sooner. Call `settled()` before answering from it: False
-        means it was not the newest, and the work is done again on `snapshot(tenant)`."""
-        st = self._state(tenant)
-        with st.read_lock:
-            cold = st.snapshot is None
-        if not cold:
-            return self.snapshot(tenant), _settled_already
-        read = head_copy.cold_newest(self.store, tenant)
-        if read.manifest is None or read.checks is None:
-            if read.manifest is not None:
-                with st.read_lock:
-                    return self._settled(st, read.manifest), _settled_already
-            return self.snapshot(tenant), _settled_already
-        manifest = read.manifest
-        snap = Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
-
-        def settled() -> bool:
-            if not read.newest():
-                return False
-            with st.read_lock:
-                st.validated_at = time.monotonic()
-                self._install(st, snap)
-            return True
-
-        return snap, settled
-
-    def _settled(self, st: TenantState, manifest: Manifest) -> Snapshot:
-        """A cold reader's newest manifest, checked: installed (under st.read_lock)."""
-        snap = Snapshot(manifest, self.store, self.cache, self.schema, memo=st.views)
-        st.validated_at = time.monotonic()
-        self._install(st, snap)
-        return snap
-
-    def forget(self, tenant: str) -> None:
-        """Drop what this process knows of a tenant's manifests (after `memlake repair`
-        committed around a damaged version, the next read finds the repaired one)."""
-        with self._tenants_lock:
-            self._tenants.pop(tenant, None)
-
-    def _install(self, st: TenantState, snap: Snapshot) -> None:
-        if st.snapshot is None or snap.version > st.snapshot.version:
-            if st.snapshot is not None:
-                st.snapshot.release_previous()
-            st.snapshot = snap
 
     # writing ---------------------------------------------------------------------------
     def commit(self, tenant: str, fn: Callable[[Transaction], T]) -> T:
