@@ -30,8 +30,10 @@ from memlake.lake.manifest import Manifest
 from memlake.pools import STORE_IO, LazyPool
 from memlake.store.base import ObjectNotFound, ObjectStore
 
-#: the largest manifest copied (a cold reader downloads the copy whole in its first round)
-HEAD_MOST = 256 << 10
+#: the largest manifest copied: a cold reader downloads the copy in its first round, and a
+#: writer puts it beside the hint (~11 ms at 90 MB/s for the largest; 100k x 20 compacted into
+#: 256 KiB parts has a 228 KB manifest)
+HEAD_MOST = 1 << 20
 
 
 def head_key(tenant: str) -> str:
