@@ -356,3 +356,18 @@ def test_shards_loaded_in_parallel_are_not_fetched_twice_when_the_cache_is_small
     store.reset()
     tiny.load_many(store, [s.key for s in infos])  # writers' path: whole shards
     assert store.counts["get"] == len(infos)
+
+
+def test_a_ranged_shard_assembles_its_ivf_index_as_it_is_opened(
+    built: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the thread that opened it, beside the other shards' reads: the probe plan, which
+    needs every shard's index and int8 centroids, built them one shard after the other."""
+    infos = _lazy_infos(built["lake"])
+    store = LocalStore(built["root"])
+    monkeypatch.setattr(ivf, "QUANTISE_AHEAD_FROM", 1)
+    for shard in cache.ShardCache(1 << 30).load_many(store, [i.key for i in infos], infos):
+        assert shard._ivf is not None and shard._ivf.quantised._made is not None
+    monkeypatch.setattr(ivf, "QUANTISE_AHEAD_FROM", 10**9)  # small shards: the index only
+    for shard in cache.ShardCache(1 << 30).load_many(store, [i.key for i in infos], infos):
+        assert shard._ivf is not None and shard._ivf.quantised._made is None

@@ -196,6 +196,7 @@ class ShardCache:
                 )
             except (KeyError, ValueError) as e:  # a member missing, a bad header or format
                 raise bad(key, str(e)) from e
+            shard.open_ivf_ahead()  # beside the other shards' reads (decision 4401)
             with self._lock:
                 stats.ranged += 1
             self.add(key, shard)

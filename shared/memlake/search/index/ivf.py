@@ -72,6 +72,11 @@ PLAN_MOST = 2 * NPROBE
 #: centroids over a search's IVF shards from which the plan scores their int8 copies
 #: (ivf_coarse, decision 2507)
 PLAN_INT8_FROM = 2048
+#: a shard opened by ranges with at least this many lists (a plan over it scores int8
+#: centroids, whatever else it plans over) makes its int8 centroids on the thread that opened
+#: it, beside the other shards' reads (Shard.open_ivf_ahead): a cold plan over 100k x 20's
+#: three big shards made them one after the other
+QUANTISE_AHEAD_FROM = PLAN_INT8_FROM
 #: docs of the shards NPROBE, PLAN_PER_SHARD, PLAN_MOST and shard_vectors' re-score depth were
 #: measured on: a tier-2 shard of the write path (layout.TAIL_DOCS * FANOUT ** MAX_TIER). A
 #: bigger shard (maintenance merges them: memlake.search.merging) counts as as many of those as

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from memlake.errors import MemlakeError
 from memlake.search.index import ivf, shard_vectors, vector_scan
 from memlake.search.index.arrays import F32, I32, I64
 from memlake.search.index.shard_bm25 import Bm25Postings
@@ -267,6 +268,18 @@ class Shard(Bm25Postings, ShardVectors):
         lists = np.empty(len(rows), np.int64)
         lists[rows] = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         return np.asarray(arrays["ivf_centroids"], np.float32), lists
+
+    def open_ivf_ahead(self) -> None:
+        """Assemble the IVF index now, and past ivf.QUANTISE_AHEAD_FROM lists its int8
+        centroids too (a ranged shard, on the thread that opened it: the probe plan, which
+        needs every shard's, would build them one after the other). A damaged index is left
+        for the search that needs it to report."""
+        try:
+            index = self._ivf_index()
+            if index is not None and index.nlist >= ivf.QUANTISE_AHEAD_FROM:
+                index.quantised.get()
+        except MemlakeError:
+            pass
 
     def ivf_index(self) -> ivf.Ivf | None:
         """The IVF index whose lists a search plans across shards (None: no IVF)."""
