@@ -17,6 +17,8 @@
     ... s3_model_bench.py levers /tmp/t10k --cold 24 --lever ahead|switch|decode|head
     # the same queries on tenants built apart (a layout lever), alternating, and their recall:
     ... s3_model_bench.py tenants /tmp/t10k --other /tmp/t10k-ord --cold 16
+    # add_episode alone, on copies of the tenant (local, then the S3 model):
+    ... s3_model_bench.py adds /tmp/t10k --adds 15
     # any mode with boto3's own CPU a request charged on the calling thread (decision 4401):
     ... s3_model_bench.py run /tmp/t10k --client-cpu-ms 1.8
 
@@ -174,13 +176,15 @@ def adds(root: Path, n: int, model: LatencyModel) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 add_episode.run(ctx, add_episode.AddEpisodeInput(content=text, context="c1"))
                 ms = (time.perf_counter() - t0) * 1000
-                s = store.reset()
+                s = store.reset()  # the depth the answer waited for
+                lake.settle_hint(TENANT)  # the hint's put, under way after the answer
+                requests = s.requests + store.reset().requests
                 if i:  # the first is a cold writer's: reported apart
                     times.append(ms)
-                    reqs.append(s.requests)
+                    reqs.append(requests)
                     depth.append(s.depth)
                 else:
-                    first = {"first_ms": round(ms, 1), "first_requests": s.requests}
+                    first = {"first_ms": round(ms, 1), "first_requests": requests}
                     first["first_depth"] = s.depth
             out[kind] = {
                 "ms_p50": round(statistics.median(times), 1),
@@ -389,7 +393,8 @@ def tenants(roots: list[Path], n: int, model: LatencyModel, cache_bytes: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "trace", "parts", "gaps", "levers", "tenants"])
+    modes = ["run", "trace", "parts", "gaps", "levers", "tenants", "adds"]
+    parser.add_argument("mode", choices=modes)
     parser.add_argument("root", type=Path)
     parser.add_argument("--cold", type=int, default=7)
     parser.add_argument("--warm", type=int, default=60)
@@ -418,6 +423,9 @@ def main() -> None:
         return
     if args.mode == "gaps":
         gaps(args.root, args.cold, model, cache_bytes, [int(k) for k in args.gap_kb.split(",")])
+        return
+    if args.mode == "adds":
+        print("RESULT " + json.dumps(adds(args.root, args.adds, model)), flush=True)
         return
     if args.mode == "parts":
         sizes = [int(k) for k in args.part_kb.split(",")]

@@ -57,6 +57,7 @@ def history(root: Path, n: int = 24, *, compact_every: int = 8) -> tuple[Lake, d
         written[put(lake, content)] = content
         if (i + 1) % compact_every == 0:
             compact(lake, T, target_rows=4096, min_segments=4)
+    lake.settle_hint(T)  # the last hint's put ends: a round may damage the hint
     return lake, written
 
 

@@ -1,10 +1,12 @@
-"""add_episode's requests on the S3 model (decision 4401): a warm write in three round trips
-(its segments and index shard side by side with the check for a newer version, then the
-manifest, then the hint), a cold one without reading the episodes table, and a write onto a
-snapshot another process has moved past validated again on the newest."""
+"""add_episode's requests on the S3 model (decision 4401): a warm write answered in two round trips
+(its segments and index shard side by side with the check for a newer version, then the manifest
+beside its copy; the hint's put goes on after the answer), a cold one without reading the
+episodes table, and a write onto a snapshot another process has moved past validated again on
+the newest."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.errors import NotFound
+from memlake.lake import head_copy, keys
 from memlake.store.latency import LatencyModel, LatencyStore
 from memlake.store.local import LocalStore
 from memlake.tools import add_episode, add_episode_relationship
@@ -31,8 +34,8 @@ def _add(ctx: object, text: str) -> str:
     return add_episode.run(ctx, args).id  # type: ignore[arg-type]
 
 
-def test_a_warm_write_takes_three_round_trips_and_a_cold_one_reads_no_segment(
-    tmp_path: Path,
+def test_a_warm_write_answers_in_two_round_trips_and_a_cold_one_reads_no_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     local = LocalStore(tmp_path)
     first = _writer(tmp_path, LatencyStore(local, LatencyModel(first_byte=0.0)))
@@ -42,19 +45,32 @@ def test_a_warm_write_takes_three_round_trips_and_a_cold_one_reads_no_segment(
     store = LatencyStore(local, LatencyModel(first_byte=FIRST), trace=True)
     ctx = _writer(tmp_path, store)
     _add(ctx, "a cold writer's first episode")
+    ctx.lake.settle_hint(T)  # type: ignore[attr-defined]
     cold_trace = store.trace
     cold = store.reset()
+    gate, put_hint = threading.Event(), head_copy._put_hint
+
+    def held_hint(*args: object) -> None:  # the hint's put starts once the write answered
+        gate.wait(30)
+        put_hint(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(head_copy, "_put_hint", held_hint)
     _add(ctx, "its second episode")
     warm = store.reset()
+    gate.set()
+    ctx.lake.settle_hint(T)  # type: ignore[attr-defined]
+    after = store.reset()
     # THEN the cold write reads the hint, the manifest and the tail shard, no table segment
     gets = [r.key for r in cold_trace if r.op == "get"]
     assert not [k for k in gets if k.endswith(".parquet")], gets
     # (the hint; the manifest; the tail shard it rebuilds; then a warm write's three)
     assert cold.depth <= 6, [(r.depth, r.op, r.key) for r in cold_trace]
     # AND the warm one: segments, shard and the newer-version check in one round, then the
-    # manifest, then the hint and the manifest's copy side by side (memlake.lake.head_copy)
-    assert warm.counts == {"head": 1, "put": 6}
-    assert warm.depth == 3
+    # manifest and its copy side by side (memlake.lake.head_copy); the hint after the answer
+    assert warm.counts == {"head": 1, "put": 5}
+    assert warm.depth == 2
+    assert after.counts == {"put": 1}
+    assert int(local.get(keys.hint_key(T))) == ctx.lake.snapshot(T).version  # type: ignore[attr-defined]
 
 
 def test_a_write_onto_an_old_snapshot_is_validated_again_on_the_newest(tmp_path: Path) -> None:

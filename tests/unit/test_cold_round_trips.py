@@ -14,7 +14,7 @@ import pytest
 
 from memlake.config import Settings
 from memlake.context import Principal
-from memlake.errors import CorruptObject
+from memlake.errors import CorruptObject, StorageFull
 from memlake.lake import head_copy, keys, manifest_log, snapshot
 from memlake.lake.manifest import Manifest
 from memlake.search.index import cache, npz_layout, term_postings
@@ -127,6 +127,7 @@ def test_a_cold_search_from_a_stale_copy_answers_from_the_newest_manifest(
     add_episode.run(ctx, add_episode.AddEpisodeInput(content="alpha bravo charlie"))
     stale = local.get(head_copy.head_key(T))
     added = add_episode.run(ctx, add_episode.AddEpisodeInput(content="zulu yankee xray")).id
+    ctx.lake.settle_hint(T)  # its hint's put ends before the hint is set back
     local.put(head_copy.head_key(T), stale)  # and the hint: the writer stopped before both
     local.put(keys.hint_key(T), str(Manifest.from_bytes(stale).version).encode())
     fresh = bare_lake(local, dim=DIM)
@@ -140,6 +141,42 @@ def test_a_cold_search_from_a_stale_copy_answers_from_the_newest_manifest(
         assert [h[0] for h in _run(bare_lake(local, dim=DIM), _searcher(emb), "zulu")][:1] == [
             added
         ]
+
+
+class _ManifestPutFails(LocalStore):
+    """The manifest's put fails (a full disk) while its copy, put beside it, is stored."""
+
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        if if_absent and key.startswith(keys.object_key(T, keys.MANIFEST_DIR, "")):
+            raise StorageFull("no space left")
+        super().put(key, data, if_absent=if_absent)
+
+
+def test_a_copy_put_beside_a_manifest_that_did_not_land_is_not_read(tmp_path: Path) -> None:
+    """The copy is put beside its manifest, not after it: when the manifest's put fails, a
+    copy of a version that does not exist sends a cold reader down the hint's path, to the
+    newest stored version; a writer after it commits that version number for itself."""
+    lake = bare_lake(LocalStore(tmp_path))
+    lake.commit(T, lambda txn: txn.put("episodes", {"id": "kept", "content": "x"}))
+    lake.settle_hint(T)
+    failing = bare_lake(_ManifestPutFails(tmp_path))
+    with pytest.raises(StorageFull):
+        failing.commit(T, lambda txn: txn.put("episodes", {"id": "lost", "content": "y"}))
+    local = LocalStore(tmp_path)
+    assert Manifest.from_bytes(local.get(head_copy.head_key(T))).version == 2  # ahead
+    assert not local.exists(keys.manifest_key(T, 2))
+    fresh = bare_lake(local)
+    _, settled = fresh.snapshot_ahead(T)
+    assert not settled()
+    snap = fresh.snapshot(T)
+    assert snap.version == 1 and snap.table("episodes").get("lost") is None
+    assert snap.table("episodes").get("kept") is not None
+    writer = bare_lake(local)
+    writer.commit(T, lambda txn: txn.put("episodes", {"id": "next", "content": "z"}))
+    writer.settle_hint(T)
+    again = bare_lake(local)
+    snap, settled = again.snapshot_ahead(T)
+    assert settled() and snap.version == 2 and snap.table("episodes").get("next") is not None
 
 
 def test_a_copy_of_a_damaged_manifest_is_not_read_around_it(tmp_path: Path) -> None:
@@ -212,6 +249,7 @@ def test_a_cold_reader_finds_the_newest_manifest_in_two_round_trips(tmp_path: Pa
     lake = bare_lake(local)
     for i in range(5):
         lake.commit(T, lambda txn, i=i: txn.put("episodes", {"id": f"e{i}", "content": "x"}))
+    lake.settle_hint(T)
     # GIVEN the hint names the newest version: two round trips (the hint and the manifest's
     # copy, then the manifest and the next version's existence)
     store = LatencyStore(local, LatencyModel(first_byte=0.01))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,8 @@ class TenantState:
     validated_at: float = 0.0
     #: newest built index per table, reused by later snapshots (see lake/snapshot.py)
     views: dict[str, TableView] = field(default_factory=dict)
+    #: the hint's put a commit left under way (memlake.lake.head_copy.put_hint)
+    hint_put: Future[None] | None = None
 
 
 #: attempts of one commit the store may fail (a retryable StorageError: 503 SlowDown, a reset)

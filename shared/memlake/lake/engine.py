@@ -1,12 +1,13 @@
 """The commit engine: optimistic, conditional manifest commits with group commit.
 
 Write path of one commit: one segment object per touched table, then the manifest
-`manifest/<version+1>.json` with If-None-Match (create-exclusive locally), then the
-best-effort `_latest.json` hint. Losing the race (412/409) means re-reading the newest
-manifest, re-running the change functions against it (they re-validate), and retrying with
-jittered exponential backoff. Writers in one process queue up and the one holding the commit
-lock commits everyone's changes in a single manifest version (group commit), so a storm of
-writers makes few manifest writes instead of a stampede of conditional PUTs.
+`manifest/<version+1>.json` with If-None-Match (create-exclusive locally) beside its copy for
+cold readers, then the best-effort `_latest.json` hint (memlake.lake.head_copy). Losing the race
+(412/409) means re-reading the newest manifest, re-running the change functions against it (they
+re-validate), and retrying with jittered exponential backoff. Writers in one process queue up
+and the one holding the commit lock commits everyone's changes in a single manifest version
+(group commit), so a storm of writers makes few manifest writes instead of a stampede of
+conditional PUTs.
 
 Readers find the newest version from the cached version (or the hint) by probing forward
 (memlake.lake.manifest_log): a warm reader spends one request (does version+1 exist?).
@@ -117,6 +118,13 @@ class Lake(Reading):
         with self._tenants_lock:
             return list(self._tenants)
 
+    def settle_hint(self, tenant: str) -> None:
+        """Wait for the hint's put a commit of this tenant left under way (benches count a
+        write's requests; a commit waits for the one before it)."""
+        put, self._state(tenant).hint_put = self._state(tenant).hint_put, None
+        if put is not None:
+            put.result()
+
     # writing ---------------------------------------------------------------------------
     def commit(self, tenant: str, fn: Callable[[Transaction], T]) -> T:
         """Run fn against the newest snapshot and commit what it stages; returns fn's result.
@@ -157,7 +165,7 @@ class Lake(Reading):
                 if not txn.has_changes():
                     return
                 try:
-                    manifest = self._write(tenant, snap, txn)
+                    manifest, copied = self._write(tenant, snap, txn)
                 except PreconditionFailed:
                     time.sleep(self.retry.delay(attempt))
                     continue
@@ -169,7 +177,7 @@ class Lake(Reading):
                         raise store_spent(e, failures) from e
                     time.sleep(random.uniform(0, STORE_BACKOFF * 2**failures))
                     continue
-                self._publish(tenant, st, snap, manifest)
+                self._publish(tenant, st, snap, manifest, copied)
                 return
             for p in batch:
                 p.result, p.error = (
@@ -186,7 +194,7 @@ class Lake(Reading):
             for p in batch:
                 p.done = True
 
-    def _write(self, tenant: str, snap: Snapshot, txn: Transaction) -> Manifest:
+    def _write(self, tenant: str, snap: Snapshot, txn: Transaction) -> tuple[Manifest, bool]:
         """One attempt: the segments put side by side with what the commit hooks write (no
         manifest names any of them yet), then the manifest, create-exclusive, once every one
         of them is stored: onto a snapshot a newer version has passed, it loses the race."""
@@ -217,8 +225,18 @@ class Lake(Reading):
         manifest = stamped(snap.manifest.next(tables, extra))
         if self.hooks.before_manifest_put is not None:
             self.hooks.before_manifest_put(tenant, version)
-        put_manifest(self.store, keys.manifest_key(tenant, version), manifest)
-        return manifest
+        return manifest, self._put_manifest(tenant, manifest)
+
+    def _put_manifest(self, tenant: str, manifest: Manifest) -> bool:
+        """The commit point, with the manifest's copy put beside it (head_copy: a reader
+        checks the copy against the stored manifest). Whether the copy holds it; the copy's
+        put is over either way, so an attempt's copy never lands after the next attempt's."""
+        copy = head_copy.start_copy(self.store, tenant, manifest)
+        try:
+            put_manifest(self.store, keys.manifest_key(tenant, manifest.version), manifest)
+        finally:
+            copied = copy.result()
+        return copied
 
     def _commit_snapshot(
         self, tenant: str, st: TenantState, first: bool
@@ -235,8 +253,14 @@ class Lake(Reading):
         next_key = keys.manifest_key(tenant, current.version + 1)
         return current, STORE_IO.get().submit(self.store.exists, next_key)
 
-    def _publish(self, tenant: str, st: TenantState, prev: Snapshot, manifest: Manifest) -> None:
-        head_copy.publish(self.store, tenant, manifest)  # the hint and the copy, best effort
+    def _publish(
+        self, tenant: str, st: TenantState, prev: Snapshot, manifest: Manifest, copied: bool
+    ) -> None:
+        """After the manifest is stored: the hint (not waited for when the copy holds the
+        manifest: it settles cold readers; the previous hint's put ends first, so hints land
+        in order), and the new snapshot installed."""
+        self.settle_hint(tenant)
+        st.hint_put = head_copy.put_hint(self.store, tenant, manifest.version, wait=not copied)
         with st.read_lock:
             snap = Snapshot(manifest, self.store, self.cache, self.schema, prev, memo=st.views)
             self._install(st, snap)
@@ -258,11 +282,11 @@ class Lake(Reading):
                     return None
                 manifest = stamped(manifest)
                 try:
-                    put_manifest(self.store, keys.manifest_key(tenant, manifest.version), manifest)
+                    copied = self._put_manifest(tenant, manifest)
                 except PreconditionFailed:
                     time.sleep(self.retry.delay(attempt))
                     continue
-                self._publish(tenant, st, snap, manifest)
+                self._publish(tenant, st, snap, manifest, copied)
                 return manifest
         raise Unavailable("compaction lost too many races", hint="Run it again later.")
 

@@ -4,13 +4,21 @@
 A cold reader needs the newest manifest before it can read anything the manifest names: the
 hint (`_latest.json`, a version number), then that version's manifest and whether a newer one
 exists, side by side: two round trips before the first shard byte. A writer therefore leaves a
-copy of the manifest it committed at `manifest/_head.json` (`publish`, after the manifest and
-beside the hint), and a cold reader GETs it beside the hint (`cold_newest`): with the copy in
-hand it can start the shards' reads at once, while the copy's version is read (the same bytes:
-not collected, deleted or damaged since) beside a HEAD of the next one, which together say
-whether the copy is still the newest. A reader that can redo its work (search) answers
-only once they have said so (`Lake.snapshot_ahead`); the others wait for them as they waited
-for the manifest's GET. Nothing is answered from a manifest that is not the newest one.
+copy of the manifest it commits at `manifest/_head.json`, and a cold reader GETs it beside the
+hint (`cold_newest`): with the copy in hand it can start the shards' reads at once, while the
+copy's version is read (the same bytes: stored, and not collected, deleted or damaged since)
+beside a HEAD of the next one, which together say whether the copy is the newest. A reader
+that can redo its work (search) answers only once they have said so (`Lake.snapshot_ahead`);
+the others wait for them as they waited for the manifest's GET. Nothing is answered from a
+manifest that is not the newest one.
+
+Since the reader checks the copy against the stored manifest, a writer puts the copy beside
+its manifest's put (`start_copy`), not after it: a copy ahead of its manifest, or of one that
+lost its race, only sends a reader down the hint's path. The hint goes after the manifest
+(a hint never names a version that is not stored: a missing hinted version means a deleted
+manifest, decision 2701); with a copy stored the writer does not wait for it (`put_hint`):
+a reader needs the hint only where the copy does not settle it. So a warm write answers in
+two round trips after its objects' round, not three.
 
 The copy is best effort like the hint: a writer that stopped between its manifest and the
 copy, two writers' copies landing out of order, a manifest bigger than HEAD_MOST (an empty
@@ -40,20 +48,36 @@ def head_key(tenant: str) -> str:
     return keys.object_key(tenant, keys.MANIFEST_DIR, keys.HEAD_NAME)
 
 
-def publish(store: ObjectStore, tenant: str, manifest: Manifest) -> None:
-    """After `manifest` is stored: the hint names its version, the copy holds it (side by
-    side, best effort: a reader never trusts either past what exists)."""
+def start_copy(store: ObjectStore, tenant: str, manifest: Manifest) -> Future[bool]:
+    """Start putting `manifest`'s copy (beside the manifest's own put). Its result: whether
+    the copy holds it (False: past HEAD_MOST, an empty copy written instead, or the put
+    failed); it never raises."""
     data = manifest.to_bytes()
-    copy = data if len(data) <= HEAD_MOST else b""
-    put_copy = STORE_IO.get().submit(store.put, head_key(tenant), copy)
+    return STORE_IO.get().submit(_put_copy, store, tenant, data if len(data) <= HEAD_MOST else b"")
+
+
+def _put_copy(store: ObjectStore, tenant: str, data: bytes) -> bool:
     try:
-        store.put(keys.hint_key(tenant), str(manifest.version).encode())
+        store.put(head_key(tenant), data)
+    except MemlakeError:
+        return False  # an old copy stays: its reader finds a newer version exists
+    return bool(data)
+
+
+def put_hint(store: ObjectStore, tenant: str, version: int, wait: bool) -> Future[None] | None:
+    """Put the hint naming `version` (stored already); best effort. `wait` False: return at
+    once with the put under way (the copy settles a cold reader meanwhile)."""
+    if not wait:
+        return STORE_IO.get().submit(_put_hint, store, tenant, version)
+    _put_hint(store, tenant, version)
+    return None
+
+
+def _put_hint(store: ObjectStore, tenant: str, version: int) -> None:
+    try:
+        store.put(keys.hint_key(tenant), str(version).encode())
     except MemlakeError:
         pass  # the hint is an optimisation; readers probe forward from any older value
-    try:
-        put_copy.result()
-    except MemlakeError:
-        pass  # an old copy stays: its reader finds a newer version exists and takes the hint
 
 
 @dataclass(frozen=True)
