@@ -58,14 +58,16 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         client = boto3.client("s3", endpoint_url=url)
         client.create_bucket(Bucket=BUCKET)
-        store = S3Store(BUCKET, client=client)
+        store = S3Store(BUCKET, client=client, lean_reads=False)
+        lean = S3Store(BUCKET, client=client)
         store.put("k", os.urandom(4 << 20))
         out = {}
         for size in (1 << 10, 64 << 10, 2 << 20):
             n = args.n if size < (1 << 20) else max(20, args.n // 8)
-            out[f"S3Store.get_range {size >> 10} KiB"] = _cpu_ms(
-                lambda i, size=size: store.get_range("k", i, i + size), n
-            )
+            for name, s in (("boto3", store), ("lean", lean)):  # alternating: one sitting
+                out[f"S3Store.get_range {size >> 10} KiB, {name}"] = _cpu_ms(
+                    lambda i, size=size, s=s: s.get_range("k", i, i + size), n
+                )
         out["S3Store.exists (HEAD)"] = _cpu_ms(lambda i: store.exists("k"), args.n)
         creds = boto3.Session().get_credentials()
         http = urllib3.PoolManager(maxsize=4)

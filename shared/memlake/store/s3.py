@@ -1,7 +1,10 @@
 """S3 object store on boto3, with conditional writes (If-None-Match: *).
 
 A ranged read asks GetObject for "bytes=start-(end-1)"; S3 clips a range past the end and
-answers 416 InvalidRange when the range starts at or past it (RangeNotSatisfiable).
+answers 416 InvalidRange when the range starts at or past it (RangeNotSatisfiable). Ranged
+reads go the lean way first (memlake.store.s3_lean: the client's signer and HTTP session
+without its per-call machinery, ~2.5x less CPU a read); anything but a plain success is asked
+again through boto3, whose retries and errors below stay the one place failures are handled.
 
 Every put sends the body's sha256 (ChecksumAlgorithm), so S3 stores no object that was cut
 or altered on the way, and a whole get asks for it back (ChecksumMode) for botocore to check;
@@ -32,6 +35,7 @@ from memlake.store.base import (
     RangeNotSatisfiable,
     check_range,
 )
+from memlake.store.s3_lean import LeanRangedGet
 
 _LOST_RACE = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
@@ -87,7 +91,9 @@ def _lost_race(key: str) -> Callable[[ClientError], None]:
 
 
 class S3Store:
-    def __init__(self, bucket: str, *, prefix: str = "", client: Any = None) -> None:
+    def __init__(
+        self, bucket: str, *, prefix: str = "", client: Any = None, lean_reads: bool = True
+    ) -> None:
         if client is None:
             import boto3
             from botocore.config import Config
@@ -99,6 +105,7 @@ class S3Store:
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.lean = LeanRangedGet.of(client, bucket) if lean_reads else None
 
     def _key(self, key: str) -> str:
         return self.prefix + key
@@ -112,6 +119,10 @@ class S3Store:
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         check_range(start, end)
+        if self.lean is not None and self.lean.on:
+            lean = self.lean.get(self._key(key), start, end)
+            if lean is not None:
+                return lean
         with _errors("get", key, _missing_or_past_end(key, start)):
             resp = self.client.get_object(
                 Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}"
