@@ -16,12 +16,15 @@ import pytest
 from memlake.config import Settings
 from memlake.context import Principal
 from memlake.embed.base import EmbeddingError
+from memlake.embed.openai_compat import OpenAIEmbedder
 from memlake.mcp.dispatch import call_tool
 from memlake.search.backfill import embed_pending
 from memlake.search.hybrid import search
 from memlake.search.index import deferred_embedding
+from memlake.search.query import query_vector
 from memlake.search.query.params import SearchParams
 from memlake.store.local import LocalStore
+from tests.e2e.serverproc import free_port
 from tests.integration.test_search_index import HashEmbedder
 from tests.wiring import bare_lake, indexed_context
 
@@ -30,7 +33,10 @@ TEXT = "User: the deploy failed with AccessDenied on HeadObject.\nAssistant: gra
 
 
 class Endpoint(HashEmbedder):
-    """HashEmbedder behind a switch: "up", "down" (503, retryable), "bad key" (401), "slow"."""
+    """HashEmbedder behind a switch: "up", "down" (503, retryable), "bad key" (401), "slow",
+    "hung"; remote, as an OpenAI-compatible endpoint or Bedrock is (its deadline applies)."""
+
+    remote = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -52,7 +58,8 @@ class Endpoint(HashEmbedder):
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.setattr(deferred_embedding, "WRITE_DEADLINE", 0.2)
+    monkeypatch.setattr(deferred_embedding, "REMOTE_DEADLINE", 0.2)
+    monkeypatch.setattr(query_vector, "REMOTE_DEADLINE", 0.2)
     endpoint = Endpoint()
     lake = bare_lake(LocalStore(tmp_path / "lake"), dim=endpoint.dim)
     ctx = indexed_context(Principal(T), lake, Settings(data_dir=tmp_path / "lake"), endpoint)
@@ -136,3 +143,44 @@ def test_writes_queued_behind_a_hung_endpoint_do_not_call_it_later(world: dict[s
         assert not outcome.is_error and outcome.structured["vectors_pending"] >= 1
     time.sleep(3.5)  # the started calls answer late; the taken-back ones never start
     assert world["endpoint"].asked == 4
+
+
+def test_search_while_the_endpoint_hangs_answers_by_words_within_its_deadline(
+    world: dict[str, Any],
+) -> None:
+    """A hung endpoint costs a search its deadline (REMOTE_DEADLINE, here 0.2 s), not the
+    client's timeout: the answer comes by words with the note, and a search behind it does not
+    queue its call behind the hung ones (taken back unstarted)."""
+    assert not call(world, "add_episode", content=TEXT, context="ops").is_error
+    world["endpoint"].state = "hung"  # each call: 3 s
+    asked = world["endpoint"].asked
+    for _ in range(4):
+        t0 = time.monotonic()
+        got = found(world, "AccessDenied")
+        assert time.monotonic() - t0 < 1.5
+        assert got["count"] == 1 and "no answer within 0.2 s" in got["degraded"]
+    time.sleep(3.5)  # the two started calls (the search pool's threads) answer late
+    assert world["endpoint"].asked - asked == 2
+    world["endpoint"].state = "up"
+    assert "degraded" not in found(world, "AccessDenied")
+
+
+def test_an_endpoint_that_refuses_connections_costs_a_write_and_a_search_under_2_s(
+    tmp_path: Path,
+) -> None:
+    """The real client (OpenAIEmbedder) against a port nobody listens on: its retries take
+    ~4.8 s; the write and the search answer within the endpoint's deadline (1.5 s) instead."""
+    endpoint = OpenAIEmbedder(
+        "text-embedding-3-small", 64, base_url=f"http://127.0.0.1:{free_port()}/v1"
+    )
+    lake = bare_lake(LocalStore(tmp_path / "lake"), dim=64)
+    ctx = indexed_context(Principal(T), lake, Settings(data_dir=tmp_path / "lake"), endpoint)
+    world = {"ctx": ctx}
+    t0 = time.monotonic()
+    outcome = call(world, "add_episode", content=TEXT, context="ops")
+    assert time.monotonic() - t0 < 2.0
+    assert not outcome.is_error and outcome.structured["vectors_pending"] >= 1
+    t0 = time.monotonic()
+    got = found(world, "AccessDenied")
+    assert time.monotonic() - t0 < 2.0
+    assert got["count"] == 1 and "left out" in got["degraded"]

@@ -34,6 +34,8 @@ class Embedder(Protocol):
     `name` identifies the model and its output space (vectors from embedders with different names
     must never be compared); `dim` is the vector width; `max_tokens` is how much of one text the
     model reads (longer texts are truncated, or chunked where the backend says so).
+    An embedder behind a network endpoint says `remote = True` (a class attribute, optional):
+    writes and searches then wait for it within a short deadline (deferred_embedding).
     """
 
     name: str

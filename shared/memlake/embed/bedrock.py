@@ -64,6 +64,7 @@ class BedrockTitanEmbedder:
     """
 
     max_tokens = 8192
+    remote = True  # writes and searches wait for it within a deadline (deferred_embedding)
 
     def __init__(
         self,

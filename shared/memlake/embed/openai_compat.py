@@ -36,6 +36,7 @@ class OpenAIEmbedder:
     """Embedder of `model` (`dimensions` wide) behind an OpenAI-compatible endpoint."""
 
     max_tokens = 512  # what most embedding models read; passages are cut by characters
+    remote = True  # writes and searches wait for it within a deadline (deferred_embedding)
 
     def __init__(
         self,

@@ -38,9 +38,10 @@ from memlake.search.query.fusion import (
 )
 from memlake.search.query.hits_ahead import HitsAhead
 from memlake.search.query.params import DEFAULT_PARAMS, SearchHit, SearchParams
+from memlake.search.query.query_vector import embed_ahead, query_deadline
 from memlake.search.query.rerank import rerank_search
 from memlake.search.query.retrieve import Ranked, mask_of
-from memlake.search.query.sides import Sides, embed_ahead
+from memlake.search.query.sides import Sides
 from memlake.search.searcher import Searcher
 from memlake.store.base import ObjectStore
 
@@ -124,7 +125,9 @@ def _search_in(
     qvec: Any = None  # the vector, or a Future of it: embedded while shards load and BM25 runs
     if use_vec:
         qvec = (
-            query_vector if query_vector is not None else embed_ahead(searcher.embed_query, query)
+            query_vector
+            if query_vector is not None
+            else embed_ahead(searcher.embed_query, query, query_deadline(searcher.embedder))
         )
     shards = searcher.shards.load_many(store, [s.key for s in infos], infos)
     cand = max(params.candidates, limit)

@@ -4,32 +4,30 @@ A search's work is one BM25 task and one vector task per shard (memlake.search.q
 memlake.search.index.shard.Shard.vector_candidates), ~0.3-1.2 ms each at 100k episodes. The
 caller's thread runs every BM25 task, then joins the pool thread in taking the vector tasks
 until none is left. The vector side's first step, the plan of its IVF probes across the shards
-(ivf.plan_probes, decision 1303: a pass over every centroid, ~2 ms at 100k), is done once by
-the first thread to take a vector task, waiting for the query vector if it is being embedded
-(`embed_ahead`): the pool thread plans while the caller runs BM25. faiss's scans, the coarse
-step's matrix product and the compiled kernels release the GIL, so the two sides overlap; sharing
-BM25 tasks would only make the threads wait for each other. A vector task gives its shard's
-candidates with their code scores; the thread that completes the last one applies one cutoff
-over all shards and re-scores exactly (`_finish_vectors`, decision 1318), beside the BM25
-tasks when those take longer. Over few shards the cutoff keeps a third of their candidates
+(ivf.plan_probes, decision 1303: a pass over every centroid, ~2 ms at 100k), is done once by the
+first thread to take a vector task, waiting for the query vector if it is being embedded
+(`query_vector.embed_ahead`): the pool thread plans while the caller runs BM25. faiss's scans,
+the coarse step's matrix product and the compiled kernels release the GIL, so the two sides
+overlap; sharing BM25 tasks would only make the threads wait for each other. A vector task gives
+its shard's candidates with their code scores; the thread that completes the last one applies
+one cutoff over all shards and re-scores exactly (`_finish_vectors`, decision 1318), beside the
+BM25 tasks when those take longer. Over few shards the cutoff keeps a third of their candidates
 at most (`rescore_across`, decision 2510). A shard held whole that alone gives as many code
-candidates as the cutoff can keep is re-scored in its own task, from its own such candidate
-on (`RESCORE_EARLY`, decision 2511): the cutoff is never below that, so the step after it,
-on one thread while the other waits, only groups those rows. Over many shards, a vector
-task asks an IVF shard for only a share of its candidates (`first_share`) and a shard whose
-every candidate made the cutoff is asked again for all of them, so the candidates above the
-codes' cutoff are those of asking every shard whole; the rows re-scored are the best of the
-candidates given by code score times each row's gain (decision 2508).
-BM25 tasks run biggest shard first, each with the floor of the ones done: the cand-th best
-score so far, below which its kernel may leave docs out (decision 2509).
-Ranged shards' postings are read ahead, all at once (decision 1317). With one core the threads
-take turns, as if run in sequence. Results merge in shard order, as a sequential run would give
-them (Found.ranked breaks ties by id anyway). When the caller fails, the pool thread stops
-taking tasks.
-Over ranged shards the caller takes vector tasks first; when it completes the last one it
-hands the re-score to a helper and scores BM25 meanwhile, and once BM25 is done its best
-docs are named to `ahead` (memlake.search.query.hits_ahead), so that a cold search's hits'
-rows are read in the round of its re-score rows (decision 4401).
+candidates as the cutoff can keep is re-scored in its own task, from its own such candidate on
+(`RESCORE_EARLY`, decision 2511): the cutoff is never below that, so the step after it, on one
+thread while the other waits, only groups those rows. Over many shards, a vector task asks an
+IVF shard for only a share of its candidates (`first_share`) and a shard whose every candidate
+made the cutoff is asked again for all of them, so the candidates above the codes' cutoff are
+those of asking every shard whole; the rows re-scored are the best of the candidates given by
+code score times each row's gain (decision 2508). BM25 tasks run biggest shard first, each with
+the floor of the ones done: the cand-th best score so far, below which its kernel may leave docs
+out (decision 2509). Ranged shards' postings are read ahead, all at once (decision 1317). With
+one core the threads take turns, as if run in sequence. Results merge in shard order, as a
+sequential run would give them (Found.ranked breaks ties by id anyway). When the caller fails,
+the pool thread stops taking tasks. Over ranged shards the caller takes vector tasks first; when
+it completes the last one it hands the re-score to a helper and scores BM25 meanwhile, and once
+BM25 is done its best docs are named to `ahead` (memlake.search.query.hits_ahead), so that a
+cold search's hits' rows are read in the round of its re-score rows (decision 4401).
 """
 
 from __future__ import annotations
@@ -414,15 +412,7 @@ def _taker(tasks: list[Task]) -> Callable[[], Task | None]:
     return take
 
 
-def embed_ahead(embed: Callable[[str], np.ndarray], query: str) -> Future[np.ndarray]:
-    """The query's vector, embedded on a pool thread while the search loads its shards and
-    runs BM25 (the embedding's matrix products release the GIL: ~14 ms of MiniLM overlap the
-    BM25 side's ~11 at 100k episodes); Sides.run takes the Future as its query vector."""
-    return _EMBEDDERS.get().submit(embed, query)
-
-
 _HELPERS = Helpers(HELPERS, "memlake-search")
-_EMBEDDERS = LazyPool(2, "memlake-embed")  # its own: a search never waits on a busy helper
 #: shards whose postings are read at once (each round's GETs go through ranges' own pool)
 PREFETCH_THREADS = 32  # a shard's postings and its lists ahead, for 16 ranged shards at once
 _PREFETCH = LazyPool(PREFETCH_THREADS, "memlake-prefetch")
