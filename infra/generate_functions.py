@@ -130,6 +130,7 @@ def function_resource(spec: Any) -> str:
     if not spec.annotations.read_only:
         policies.append("        - !Ref LakeWritePolicy")
     policies.append("        - !If [UseBedrock, !Ref BedrockEmbedPolicy, !Ref AWS::NoValue]")
+    policies.append("        - !If [HasEmbedKey, !Ref EmbedKeyPolicy, !Ref AWS::NoValue]")
     if spec.name in SEARCHING_TOOLS:
         policies.append(
             "        - !If [UseBedrockRerank, !Ref BedrockRerankPolicy, !Ref AWS::NoValue]"

@@ -103,6 +103,10 @@ class Settings:
     embed_dimensions: int = 0
     openai_base_url: str = OPENAI_BASE_URL
     openai_api_key: str = field(default="", repr=False)
+    #: on AWS: the key read at run time from a Secrets Manager secret or an SSM SecureString
+    #: parameter instead (memlake.embed.api_keys)
+    openai_api_key_secret: str = ""
+    openai_api_key_parameter: str = ""
     #: the reranking stage (docs/decisions/1210): "none", "bedrock" (Bedrock Rerank with
     #: `rerank_model`, cohere.rerank-v3-5:0 when empty) or "http" (a /rerank endpoint at
     #: `rerank_url`), over the first `rerank_candidates` fused hits

@@ -7,7 +7,9 @@ Embedders: "minilm" (local numpy model, the default; its files found as memlake.
 says: MEMLAKE_MODEL_DIR, the installed wheel, MEMLAKE_MODEL_CACHE, a download from HF_ENDPOINT
 when MEMLAKE_MODEL_DOWNLOAD=1), "bedrock" (Titan Text Embeddings v2),
 "openai" (any OpenAI-compatible /embeddings: MEMLAKE_EMBED_MODEL and MEMLAKE_EMBED_DIM, at
-OPENAI_BASE_URL with OPENAI_API_KEY, the variables OpenAI's own clients read).
+OPENAI_BASE_URL with OPENAI_API_KEY, the variables OpenAI's own clients read; on AWS the key
+from a Secrets Manager secret, MEMLAKE_EMBED_API_KEY_SECRET, or an SSM SecureString,
+MEMLAKE_EMBED_API_KEY_PARAMETER: memlake.embed.api_keys).
 Rerankers: "none" (the default), "bedrock" (Bedrock Rerank, MEMLAKE_RERANK_MODEL a Bedrock
 model id), "http" (a /rerank endpoint at MEMLAKE_RERANK_URL with MEMLAKE_RERANK_API_KEY).
 """
@@ -40,6 +42,12 @@ class ModelSettings(Protocol):
     def embed_dimensions(self) -> int: ...
     @property
     def openai_base_url(self) -> str: ...
+    @property
+    def openai_api_key(self) -> str: ...
+    @property
+    def openai_api_key_secret(self) -> str: ...
+    @property
+    def openai_api_key_parameter(self) -> str: ...
     @property
     def hf_endpoint(self) -> str: ...
     @property
@@ -91,6 +99,8 @@ def models_from_env(text_of: Callable[[str], str], int_of: Callable[..., int]) -
         "embed_dimensions": int_of("MEMLAKE_EMBED_DIM", 0, low=0, high=65_536),
         "openai_base_url": text_of("OPENAI_BASE_URL") or OPENAI_BASE_URL,
         "openai_api_key": text_of("OPENAI_API_KEY"),
+        "openai_api_key_secret": text_of("MEMLAKE_EMBED_API_KEY_SECRET"),
+        "openai_api_key_parameter": text_of("MEMLAKE_EMBED_API_KEY_PARAMETER"),
         "reranker": reranker,
         "rerank_model": text_of("MEMLAKE_RERANK_MODEL") or default_model,
         "rerank_url": text_of("MEMLAKE_RERANK_URL"),
@@ -123,6 +133,12 @@ def check_models(s: ModelSettings) -> None:
                 " nomic-embed-text, 1536 for text-embedding-3-small)"
             )
         _endpoint("OPENAI_BASE_URL", s.openai_base_url)
+        keys = [s.openai_api_key, s.openai_api_key_secret, s.openai_api_key_parameter]
+        if sum(bool(k) for k in keys) > 1:
+            raise ConfigurationError(
+                "set one of OPENAI_API_KEY, MEMLAKE_EMBED_API_KEY_SECRET (a Secrets Manager"
+                " secret) and MEMLAKE_EMBED_API_KEY_PARAMETER (an SSM SecureString), not several"
+            )
     _endpoint("HF_ENDPOINT", s.hf_endpoint)
     if s.reranker not in RERANKERS:
         raise ConfigurationError(f"reranker must be one of {RERANKERS}, got {s.reranker!r}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from memlake.embed.api_keys import KeySource
 from memlake.embed.base import EmbeddingError, FloatMatrix, l2_normalise
 from memlake.http_json import HttpJsonError, post_json
 
@@ -43,7 +44,7 @@ class OpenAIEmbedder:
         model: str,
         dimensions: int,
         base_url: str = OPENAI_BASE_URL,
-        api_key: str = "",
+        api_key: KeySource = "",
         *,
         batch_size: int = BATCH,
         timeout: float = 60.0,
@@ -58,7 +59,7 @@ class OpenAIEmbedder:
         self.dim = dimensions
         self.url = base_url.rstrip("/") + "/embeddings"
         self.name = f"openai:{model}:{dimensions}"
-        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._key = api_key  # the key, or its reader (memlake.embed.api_keys: AWS's stores)
         self._batch = batch_size
         self._timeout = timeout
         self._attempts = attempts
@@ -78,12 +79,16 @@ class OpenAIEmbedder:
             out[start : start + len(batch)] = self._embed_batch(batch)
         return l2_normalise(out)
 
+    def _headers(self) -> dict[str, str]:
+        key = self._key() if callable(self._key) else self._key
+        return {"authorization": f"Bearer {key}"} if key else {}
+
     def _embed_batch(self, batch: list[str]) -> FloatMatrix:
         try:
             answer = self._post(
                 self.url,
                 {"model": self.model, "input": batch},
-                headers=self._headers,
+                headers=self._headers(),
                 timeout=self._timeout,
                 attempts=self._attempts,
             )

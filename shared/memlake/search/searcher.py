@@ -61,6 +61,7 @@ class Searcher:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             from memlake.embed import make_embedder
+            from memlake.embed.api_keys import key_source
 
             cfg = self.settings
             if cfg.embedder == "bedrock":
@@ -73,7 +74,9 @@ class Searcher:
                     model=cfg.embed_model,
                     dimensions=cfg.embed_dimensions,
                     base_url=cfg.openai_base_url,
-                    api_key=cfg.openai_api_key,
+                    api_key=key_source(
+                        cfg.openai_api_key, cfg.openai_api_key_secret, cfg.openai_api_key_parameter
+                    ),
                 )
             else:
                 from memlake.embed.model_files import find_model
