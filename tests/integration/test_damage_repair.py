@@ -253,6 +253,31 @@ def test_maintenance_skips_a_damaged_tenant_with_one_line(
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
 
 
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_tail_shard_is_rebuilt_by_the_next_write(
+    tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every write rebuilds the tail shard, so an unreadable one refused writes until `memlake
+    repair`; the next write (in a new process) now rebuilds it from the tables, an update of
+    an episode it held leaves one doc of it, and the tenant checks clean."""
+    lake, written = history(tmp_path, 9, compact_every=100)
+    state = SearchState.from_extra(lake.snapshot(T).extra)
+    assert state is not None and state.shards[-1].tail
+    DAMAGES[damage](tmp_path / state.shards[-1].key)
+    lake2, ctx2 = make(tmp_path, HashEmbedder())
+    new = put(lake2, "fresh note word99 about topic0")
+    updated = next(iter(written))  # an episode the damaged tail held, written again
+    put(lake2, "note word77 rewritten about topic0", episode_id=updated)
+    written |= {new: "fresh note word99", updated: "note word77"}
+    assert "was unreadable" in caplog.text
+    assert check_tenant(LocalStore(tmp_path), T).clean
+    _, ctx3 = make(tmp_path, HashEmbedder())
+    for episode_id, content in written.items():
+        assert episode_id in found(ctx3, content.split()[1]), (episode_id, content)
+    assert updated not in found(ctx3, "word0")
+    assert found(ctx3, "topic0").count(updated) <= 1
+
+
 def test_the_shard_cache_remembers_a_bounded_number_of_checksums(tmp_path: Path) -> None:
     from dataclasses import replace
 

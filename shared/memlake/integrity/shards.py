@@ -6,14 +6,20 @@ rebuilt shard holds the live ones, with the vectors their `episode_chunks` row s
 episode without a row of its current text is embedded again), and keeps its seq range so that
 later re-indexing finds it. When episode rows were lost, every other shard marks the ids it
 holds that are no longer live as dead, as a delete would.
+
+A damaged *tail* shard is rebuilt the same way by the next write (`rebuilt_tail`, issue 47),
+since every write rebuilds the tail: without it the tenant refused writes until repaired.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memlake.episodes import TABLE as EPISODES
+from memlake.errors import CorruptObject
 from memlake.integrity.check import CheckReport
 from memlake.lake import Lake, Snapshot
 from memlake.lake.snapshot import TableView
@@ -23,6 +29,8 @@ from memlake.search.index.passages import Embedded
 from memlake.search.index.state import SearchState, ShardInfo
 from memlake.search.indexing import episode_doc
 from memlake.search.searcher import Searcher
+
+log = logging.getLogger("memlake.integrity")
 
 
 @dataclass
@@ -36,17 +44,34 @@ class ShardPlan:
 
 class ShardRepair:
     def __init__(
-        self, lake: Lake, searcher: Searcher, tenant: str, version: int, *, apply: bool
+        self,
+        lake: Lake,
+        searcher: Searcher,
+        tenant: str,
+        version: int,
+        *,
+        apply: bool,
+        defer: bool = False,
     ) -> None:
         self.lake, self.searcher, self.tenant = lake, searcher, tenant
         self.version, self.apply = version, apply
+        self.defer = defer  # a write's: episodes without stored vectors wait on no embedder
         self.plan = ShardPlan()
 
     def repair(
         self, state: SearchState, snap: Snapshot, check: CheckReport, episodes_lost: bool
     ) -> SearchState:
         """The search state over the repaired tables of `snap`."""
-        damaged = check.damaged_keys("shard")
+        return self.rebuild(state, snap, check.damaged_keys("shard"), episodes_lost)
+
+    def rebuild(
+        self,
+        state: SearchState,
+        snap: Snapshot,
+        damaged: Collection[str],
+        episodes_lost: bool = False,
+    ) -> SearchState:
+        """The search state with the shards of `damaged` keys rebuilt from `snap`'s tables."""
         if not damaged and not episodes_lost:
             return state
         episodes = snap.table(EPISODES)
@@ -78,7 +103,7 @@ class ShardRepair:
         model = searcher.embedder.name
         if stored and stored.get("content_hash") == h and stored.get("model") == model:
             return Embedded.from_row(stored, searcher.embedder.dim)
-        return searcher.embed_row(row, h)
+        return searcher.embed_row(row, h, defer=self.defer)
 
     def _rebuilt(
         self, snap: Snapshot, info: ShardInfo, members: list[tuple[str, int]]
@@ -104,3 +129,28 @@ class ShardRepair:
         gone = [i for i in shard.id_list if i not in live and i not in info.dead]
         self.plan.marked_dead += len(gone)
         return replace(info, dead=info.dead + tuple(gone)) if gone else info
+
+
+def rebuilt_tail(
+    lake: Lake, searcher: Searcher, tenant: str, version: int, state: SearchState, snap: Snapshot
+) -> SearchState:
+    """`state` with its tail shard rebuilt from `snap`'s tables when the tail cannot be read
+    (damaged, truncated, missing): what a write does before it adds to the tail."""
+    tail = state.shards[-1] if state.shards and state.shards[-1].tail else None
+    if tail is None:
+        return state
+    try:
+        searcher.shards.expect([tail])
+        searcher.shards.load_many(lake.store, [tail.key])
+    except CorruptObject as e:
+        repair = ShardRepair(lake, searcher, tenant, version, apply=True, defer=True)
+        state = repair.rebuild(state, snap, {tail.key})
+        live = repair.plan.rebuilt[0][1] if repair.plan.rebuilt else 0
+        log.warning(
+            "the tail index shard of tenant %s was unreadable (%s); this write rebuilt it from"
+            " the tables (%d live episodes)",
+            tenant,
+            e.message,
+            live,
+        )
+    return state

@@ -189,6 +189,11 @@ class Indexer:
             loc = episodes.locate(episode_id)
             if loc is not None and loc.is_live:
                 old[episode_id] = loc.seq
+        from memlake.integrity.shards import rebuilt_tail  # (it builds on this module)
+
+        # an unreadable tail is rebuilt from the tables first: the ids this commit replaces
+        # are then marked dead in the rebuilt one
+        state = rebuilt_tail(ctx.lake, self.searcher, ctx.tenant, ctx.version, state, ctx.snapshot)
         state = state.mark_dead(old)
         docs = []
         for episode_id, row in staged:
