@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from memlake.ids import new_id  # noqa: E402
+from memlake.search.episode_docs import episode_doc  # noqa: E402
 from memlake.search.index.cache import ShardCache  # noqa: E402
 from memlake.search.index.layout import TAIL_DOCS, Layout, merge_plan  # noqa: E402
 from memlake.search.index.passages import Embedded  # noqa: E402
 from memlake.search.index.shard import Doc  # noqa: E402
 from memlake.search.index.state import ShardInfo  # noqa: E402
-from memlake.search.indexing import episode_doc  # noqa: E402
 from memlake.search.merge_policy import MergeRules, plan  # noqa: E402
 from memlake.store.local import LocalStore  # noqa: E402
 from tests.bench import scale_tenant, search_bench, vectors  # noqa: E402

@@ -10,7 +10,7 @@ state directly, in bounded memory:
   memlake.search.merge_policy.plan: tier-3 shards of up to 32,768 episodes), each write-path
   shard's episodes written in ONE commit on a bare lake (no hooks), so a shard's seq range is
   that commit's version (a merged shard's: its parts' commits);
-- per shard, its docs as the indexing hook makes them (memlake.search.indexing.episode_doc:
+- per shard, its docs as the indexing hook makes them (memlake.search.episode_docs.episode_doc:
   terms, passages, vectors) and the object and ShardInfo as the layout writes them
   (memlake.search.index.layout.Layout.seal -> memlake.search.index.shard_build.build, so a new index
   format is picked up; a merged shard: Layout.merge of them, as maintenance merges), then one
@@ -37,12 +37,12 @@ import numpy as np
 from memlake.ids import new_id
 from memlake.lake import Lake, Transaction
 from memlake.search import merge_policy
+from memlake.search.episode_docs import episode_doc
 from memlake.search.index import layout as shard_layout
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.layout import Layout
 from memlake.search.index.passages import Embedded
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
-from memlake.search.indexing import episode_doc
 from memlake.search.merge_policy import MergeRules
 from tests.bench import search_bench
 

@@ -256,11 +256,12 @@ class Lake(Reading):
     def _publish(
         self, tenant: str, st: TenantState, prev: Snapshot, manifest: Manifest, copied: bool
     ) -> None:
-        """After the manifest is stored: the hint (not waited for when the copy holds the
-        manifest: it settles cold readers; the previous hint's put ends first, so hints land
-        in order), and the new snapshot installed."""
+        """After the manifest is stored: the hint (on a remote store not waited for when the
+        copy holds the manifest: it settles cold readers; the previous hint's put ends first,
+        so hints land in order), and the new snapshot installed."""
         self.settle_hint(tenant)
-        st.hint_put = head_copy.put_hint(self.store, tenant, manifest.version, wait=not copied)
+        wait = not copied or not getattr(self.store, "remote", False)  # local: ~0.1 ms, waited
+        st.hint_put = head_copy.put_hint(self.store, tenant, manifest.version, wait=wait)
         with st.read_lock:
             snap = Snapshot(manifest, self.store, self.cache, self.schema, prev, memo=st.views)
             self._install(st, snap)

@@ -28,13 +28,14 @@ from dataclasses import dataclass, field, replace
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
+from memlake.search.episode_docs import episode_doc
 from memlake.search.index import backlog
 from memlake.search.index.backlog import Backlog
 from memlake.search.index.chunks import CHUNKS_TABLE
 from memlake.search.index.passages import Embedded
 from memlake.search.index.shard import Doc
 from memlake.search.index.state import EXTRA_KEY, SearchState, ShardInfo
-from memlake.search.indexing import Indexer, episode_doc
+from memlake.search.indexing import Indexer
 from memlake.search.searcher import Searcher
 
 REINDEX_RATIO = 8

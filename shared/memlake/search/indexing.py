@@ -26,12 +26,12 @@ memlake.services builds), sharing the lake's Searcher (memlake.search.searcher) 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from memlake.episodes import TABLE
 from memlake.lake import Lake, Snapshot, Transaction
 from memlake.lake.engine import CommitContext
+from memlake.search.episode_docs import episode_doc
 from memlake.search.index import backlog, layout
 from memlake.search.index.backlog import Backlog
 from memlake.search.index.chunks import CHUNKS_TABLE, drop_chunks
@@ -40,18 +40,9 @@ from memlake.search.index.passages import Embedded, plan
 from memlake.search.index.shard import Doc
 from memlake.search.index.shard_build import Rows
 from memlake.search.index.state import EXTRA_KEY, SearchState
-from memlake.search.index.text import episode_terms, passage_terms
 from memlake.search.searcher import Searcher
+from memlake.search.tail_rebuild import rebuilt_tail
 from memlake.store.base import ObjectStore
-from memlake.timeutil import now
-
-
-def _us(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1_000_000)
-    return int(value)
 
 
 def _deferred(entry: Backlog | None, chunks: dict[str, Any]) -> bool:
@@ -189,8 +180,6 @@ class Indexer:
             loc = episodes.locate(episode_id)
             if loc is not None and loc.is_live:
                 old[episode_id] = loc.seq
-        from memlake.integrity.shards import rebuilt_tail  # (it builds on this module)
-
         # an unreadable tail is rebuilt from the tables first: the ids this commit replaces
         # are then marked dead in the rebuilt one
         state = rebuilt_tail(ctx.lake, self.searcher, ctx.tenant, ctx.version, state, ctx.snapshot)
@@ -242,24 +231,6 @@ class Indexer:
             count = len(stored.get("vectors") or [])
             out[episode_id] = (row, list(stored["starts"]), list(stored["ends"]), count)
         return out
-
-
-def episode_doc(episode_id: str, row: dict[str, Any], seq: int, emb: Embedded) -> Doc:
-    """The doc a shard indexes for an episode row written in commit `seq` with these passages
-    and vectors (also what a bulk build uses: tests/bench/scale_tenant.py)."""
-    start = _us(row.get("started_at")) or _us(row.get("created_at")) or _us(now())
-    end = _us(row.get("ended_at")) or start
-    return Doc(
-        id=episode_id,
-        seq=seq,
-        t_start=int(start or 0),
-        t_end=int(end or 0),
-        context=row.get("context"),
-        terms=episode_terms(row),
-        vectors=emb.doc_vectors(),
-        passages=passage_terms(row, emb.starts, emb.ends),
-        vector_passages=range(len(emb.vectors)) if len(emb.vectors) else (-1,),
-    )
 
 
 def install(lake: Lake, searcher: Searcher) -> Indexer:

@@ -108,6 +108,8 @@ class LatencyStats:
 class LatencyStore:
     """`inner` with S3's timing (see the module's docstring); thread-safe."""
 
+    remote = True  # a request costs a round trip (memlake.lake.head_copy.put_hint)
+
     def __init__(
         self, inner: ObjectStore, model: LatencyModel | None = None, *, trace: bool = False
     ) -> None:

@@ -91,6 +91,8 @@ def _lost_race(key: str) -> Callable[[ClientError], None]:
 
 
 class S3Store:
+    remote = True  # a request costs a round trip (memlake.lake.head_copy.put_hint)
+
     def __init__(
         self, bucket: str, *, prefix: str = "", client: Any = None, lean_reads: bool = True
     ) -> None:

@@ -1,0 +1,274 @@
+"""A soak (issue 47): mixed load on one tenant for --minutes, through the tools as an MCP client
+calls them, on a store that injects S3's everyday faults, with maintenance (compaction,
+folds, the deferred pass, GC) on a schedule; then an audit of every acknowledged write.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/soak_bench.py \\
+        [--minutes 30] [--fault-rate 0.01] [--embedder hash|minilm] [--root DIR]
+
+Threads: 2 writers (add_episode; every 8th an upsert_episode of one of theirs: a new
+version), a deleter (delete_episode of an acknowledged one), 2 searchers (search_episodes of
+a word of an acknowledged write), a graph worker (add_episode_relationship `follows` between
+two acknowledged episodes, validate_no_cycles, get_dependency_graph) and maintenance every
+20 s (memlake.maintenance's "tick" policy, GC with a 60 s grace). Every request to the store
+fails with probability --fault-rate, half before the store saw it, half after it did (the
+answer lost: decision 4701's case).
+
+Each minute it prints resident memory and each tool's p50/p99 in that minute; at the end
+it reads the lake again without faults: every acknowledged add present once with its last
+acknowledged content, every acknowledged delete gone, every write that answered an error
+absent (an error for a write that landed is counted), and the relationships acknowledged.
+Not in CI: its numbers go to docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memlake.config import Settings  # noqa: E402
+from memlake.context import Principal  # noqa: E402
+from memlake.errors import StorageError  # noqa: E402
+from memlake.maintenance import maintenance_policy, run_maintenance  # noqa: E402
+from memlake.mcp.dispatch import call_tool  # noqa: E402
+from memlake.store.faults import Fault, FaultyStore  # noqa: E402
+from memlake.store.local import LocalStore  # noqa: E402
+from tests.integration.test_search_index import HashEmbedder  # noqa: E402
+from tests.wiring import bare_lake, indexed_context  # noqa: E402
+
+T = "soak"
+WORDS = [
+    "harbour",
+    "tide",
+    "gauge",
+    "ferry",
+    "lantern",
+    "quay",
+    "anchor",
+    "beacon",
+    "dredge",
+    "pilot",
+    "mooring",
+]
+
+
+class QuietHash(HashEmbedder):
+    """HashEmbedder without its record of every text (it would grow for the whole soak)."""
+
+    def embed(self, texts: Any) -> Any:
+        out = super().embed(texts)
+        self.texts.clear()
+        return out
+
+
+class RandomFaults(FaultyStore):
+    """Every request fails with probability `rate`: before the store saw it, or after."""
+
+    def __init__(self, inner: Any, rate: float, seed: int) -> None:
+        super().__init__(inner, [])
+        self.rate, self.rng = rate, random.Random(seed)
+
+    def _take(self, op: str, key: str) -> Fault | None:
+        with self._lock:
+            if self.rng.random() >= self.rate:
+                return None
+            when = "before" if self.rng.random() < 0.5 else "after"
+            self.fired[(op, when)] += 1
+            return Fault(op, when=when)  # type: ignore[arg-type]
+
+
+class Ledger:
+    """What the tools acknowledged (and what they answered an error for)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.content: dict[str, str] = {}  # id -> last acknowledged content
+        self.deleted: set[str] = set()
+        self.failed_adds: list[str] = []  # contents of adds that answered an error
+        self.links: set[tuple[str, str]] = set()
+        self.times: dict[str, list[float]] = defaultdict(list)
+        self.errors: dict[str, int] = defaultdict(int)
+
+    def live(self, rng: random.Random) -> str | None:
+        with self.lock:
+            ids = [i for i in self.content if i not in self.deleted]
+        return rng.choice(ids) if ids else None
+
+
+def _call(ctx: Any, ledger: Ledger, name: str, **arguments: Any) -> Any:
+    t0 = time.perf_counter()
+    outcome = call_tool({"name": name, "arguments": arguments}, ctx)
+    ms = (time.perf_counter() - t0) * 1000
+    with ledger.lock:
+        ledger.times[name].append(ms)
+        if outcome.is_error:
+            ledger.errors[name] += 1
+    return outcome
+
+
+def writer(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int) -> None:
+    rng, n = random.Random(seed), 0
+    while not stop.is_set():
+        n += 1
+        text = f"w{seed}x{n} " + " ".join(rng.choices(WORDS, k=12))
+        mine = ledger.live(rng)
+        if n % 8 == 0 and mine is not None:
+            out = _call(ctx, ledger, "upsert_episode", id=mine, events=text, context="soak")
+            if not out.is_error:
+                with ledger.lock:
+                    if mine not in ledger.deleted:
+                        ledger.content[mine] = text
+            continue
+        out = _call(ctx, ledger, "add_episode", content=text, context="soak")
+        with ledger.lock:
+            if out.is_error:
+                ledger.failed_adds.append(text)
+            else:
+                ledger.content[out.structured["id"]] = text
+
+
+def deleter(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
+    rng = random.Random(7)
+    while not stop.wait(0.5):
+        victim = ledger.live(rng)
+        if victim is not None and not _call(ctx, ledger, "delete_episode", id=victim).is_error:
+            with ledger.lock:
+                ledger.deleted.add(victim)
+
+
+def searcher(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int) -> None:
+    rng = random.Random(seed)
+    while not stop.is_set():
+        _call(ctx, ledger, "search_episodes", query=" ".join(rng.choices(WORDS, k=3)), limit=10)
+
+
+def grapher(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
+    rng = random.Random(11)
+    while not stop.wait(0.2):
+        a, b = ledger.live(rng), ledger.live(rng)
+        if a is None or b is None or a >= b:
+            continue
+        out = _call(
+            ctx, ledger, "add_episode_relationship", from_episode_id=a, to_episode_id=b,
+            relationship_type="follows",
+        )  # fmt: skip
+        if not out.is_error:
+            with ledger.lock:
+                ledger.links.add((a, b))
+        _call(
+            ctx, ledger, "validate_no_cycles", from_episode_id=b, to_episode_id=a,
+            relationship_type="follows",
+        )  # fmt: skip
+        _call(ctx, ledger, "get_dependency_graph", episode_ids=[a])
+
+
+def maintainer(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
+    policy = replace(maintenance_policy(ctx.services.settings, "tick"), gc_grace_seconds=60.0)
+    while not stop.wait(20):
+        t0 = time.perf_counter()
+        try:
+            run_maintenance(ctx.services, policy, tenants=[T])
+        except StorageError:
+            ledger.errors["maintenance"] += 1
+        with ledger.lock:
+            ledger.times["maintenance"].append((time.perf_counter() - t0) * 1000)
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def audit(root: Path, ledger: Ledger) -> dict[str, Any]:
+    view = bare_lake(LocalStore(root), dim=64).snapshot(T).table("episodes")
+    rows = {i: view.get(i) for i in view.ids()}
+    by_text: dict[str, int] = defaultdict(int)
+    for row in rows.values():
+        if row is not None:
+            by_text[str(row.get("content"))] += 1
+    lost = [i for i, c in ledger.content.items() if i not in ledger.deleted and i not in rows]
+    stale = [
+        i
+        for i, c in ledger.content.items()
+        if i not in ledger.deleted and i in rows and (rows[i] or {}).get("content") != c
+    ]
+    return {
+        "acknowledged_adds": len(ledger.content),
+        "acknowledged_deletes": len(ledger.deleted),
+        "lost": len(lost),
+        "not_the_last_content": len(stale),
+        "deleted_but_present": len([i for i in ledger.deleted if i in rows]),
+        "duplicated": sum(1 for n in by_text.values() if n > 1),
+        "errors_for_writes_that_landed": sum(1 for t in ledger.failed_adds if by_text.get(t)),
+        "errored_adds": len(ledger.failed_adds),
+        "relationships_acknowledged": len(ledger.links),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--fault-rate", type=float, default=0.01)
+    parser.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
+    parser.add_argument("--root", type=Path)
+    args = parser.parse_args()
+    root = args.root or Path(tempfile.mkdtemp(prefix="memlake-soak-"))
+    if args.embedder == "minilm":
+        from memlake.embed.minilm import MiniLMEmbedder
+
+        embedder: Any = MiniLMEmbedder.shared()
+    else:
+        embedder = QuietHash()
+    store = RandomFaults(LocalStore(root), args.fault_rate, seed=47)
+    lake = bare_lake(store, dim=embedder.dim)
+    ctx = indexed_context(Principal(T), lake, Settings(data_dir=root), embedder)
+    ledger, stop = Ledger(), threading.Event()
+    workers = [threading.Thread(target=writer, args=(ctx, ledger, stop, s)) for s in (1, 2)] + [
+        threading.Thread(target=searcher, args=(ctx, ledger, stop, s)) for s in (3, 4)
+    ]
+    workers += [
+        threading.Thread(target=f, args=(ctx, ledger, stop)) for f in (deleter, grapher, maintainer)
+    ]
+    for w in workers:
+        w.start()
+    start, minute = time.monotonic(), 0
+    try:
+        while time.monotonic() - start < args.minutes * 60:
+            time.sleep(60 if args.minutes >= 1 else args.minutes * 60)
+            minute += 1
+            with ledger.lock:
+                window = {k: v[:] for k, v in ledger.times.items()}
+                for v in ledger.times.values():
+                    v.clear()
+                errors = dict(ledger.errors)
+            line: dict[str, Any] = {"minute": minute, "rss_mb": round(_rss_mb(), 1)}
+            for name, ms in sorted(window.items()):
+                ms.sort()
+                p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+                line[name] = [len(ms), round(statistics.median(ms), 1), round(p99, 1)]
+            line["errors"] = errors
+            line["faults"] = sum(store.fired.values())
+            print(json.dumps(line), flush=True)
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()
+    print("AUDIT " + json.dumps(audit(root, ledger)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
