@@ -3,11 +3,12 @@ calls them, on a store that injects S3's everyday faults, with maintenance (comp
 folds, the deferred pass, GC) on a schedule; then an audit of every acknowledged write.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/soak_bench.py \\
-        [--minutes 30] [--fault-rate 0.01] [--embedder hash|minilm] [--root DIR]
+        [--minutes 30] [--fault-rate 0.01] [--embedder hash|minilm] [--cache-mb 256] [--root DIR]
 
-Threads: 2 writers (add_episode; every 8th an upsert_episode of one of theirs: a new
-version), a deleter (delete_episode of an acknowledged one), 2 searchers (search_episodes of
-a word of an acknowledged write), a graph worker (add_episode_relationship `follows` between
+Threads: 2 writers (add_episode; the first's every 8th call an upsert_episode of one of its
+own: a new version), a deleter (delete_episode of one the second writer added), 2 searchers
+(search_episodes of a word of an acknowledged write), a graph worker (add_episode_relationship
+`follows` between
 two acknowledged episodes, validate_no_cycles, get_dependency_graph) and maintenance every
 20 s (memlake.maintenance's "tick" policy, GC with a 60 s grace). Every request to the store
 fails with probability --fault-rate, half before the store saw it, half after it did (the
@@ -34,6 +35,8 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -98,12 +101,18 @@ class Ledger:
         self.deleted: set[str] = set()
         self.failed_adds: list[str] = []  # contents of adds that answered an error
         self.links: set[tuple[str, str]] = set()
+        self.owner: dict[str, int] = {}  # id -> the writer that added it
         self.times: dict[str, list[float]] = defaultdict(list)
         self.errors: dict[str, int] = defaultdict(int)
 
-    def live(self, rng: random.Random) -> str | None:
+    def live(self, rng: random.Random, owner: int | None = None) -> str | None:
+        """A live acknowledged episode (of writer `owner`'s, when given)."""
         with self.lock:
-            ids = [i for i in self.content if i not in self.deleted]
+            ids = [
+                i
+                for i in self.content
+                if i not in self.deleted and (owner is None or self.owner.get(i) == owner)
+            ]
         return rng.choice(ids) if ids else None
 
 
@@ -123,7 +132,9 @@ def writer(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int) -> None:
     while not stop.is_set():
         n += 1
         text = f"w{seed}x{n} " + " ".join(rng.choices(WORDS, k=12))
-        mine = ledger.live(rng)
+        # writer 1 upserts its own episodes, the deleter deletes writer 2's: a delete and an
+        # upsert of one episode never race, so the audit knows which one is last
+        mine = ledger.live(rng, owner=seed) if seed == 1 else None
         if n % 8 == 0 and mine is not None:
             out = _call(ctx, ledger, "upsert_episode", id=mine, events=text, context="soak")
             if not out.is_error:
@@ -137,12 +148,13 @@ def writer(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int) -> None:
                 ledger.failed_adds.append(text)
             else:
                 ledger.content[out.structured["id"]] = text
+                ledger.owner[out.structured["id"]] = seed
 
 
 def deleter(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
     rng = random.Random(7)
     while not stop.wait(0.5):
-        victim = ledger.live(rng)
+        victim = ledger.live(rng, owner=2)
         if victim is not None and not _call(ctx, ledger, "delete_episode", id=victim).is_error:
             with ledger.lock:
                 ledger.deleted.add(victim)
@@ -186,9 +198,10 @@ def maintainer(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
             ledger.times["maintenance"].append((time.perf_counter() - t0) * 1000)
 
 
-def _rss_mb() -> float:
+def _rss_mb(kind: str = "VmRSS") -> float:
+    """Resident memory (VmRSS), or its anonymous part (RssAnon: the heap, not mapped files)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(kind + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -225,6 +238,7 @@ def main() -> None:
     parser.add_argument("--fault-rate", type=float, default=0.01)
     parser.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
     parser.add_argument("--root", type=Path)
+    parser.add_argument("--cache-mb", type=int, default=256)
     args = parser.parse_args()
     root = args.root or Path(tempfile.mkdtemp(prefix="memlake-soak-"))
     if args.embedder == "minilm":
@@ -234,8 +248,10 @@ def main() -> None:
     else:
         embedder = QuietHash()
     store = RandomFaults(LocalStore(root), args.fault_rate, seed=47)
-    lake = bare_lake(store, dim=embedder.dim)
-    ctx = indexed_context(Principal(T), lake, Settings(data_dir=root), embedder)
+    cache = args.cache_mb << 20  # each of the segment and the shard caches: a Lambda's size
+    lake = bare_lake(store, dim=embedder.dim, cache_bytes=cache)
+    settings = Settings(data_dir=root, cache_bytes=cache, shard_cache_bytes=cache)
+    ctx = indexed_context(Principal(T), lake, settings, embedder)
     ledger, stop = Ledger(), threading.Event()
     workers = [threading.Thread(target=writer, args=(ctx, ledger, stop, s)) for s in (1, 2)] + [
         threading.Thread(target=searcher, args=(ctx, ledger, stop, s)) for s in (3, 4)
@@ -256,6 +272,11 @@ def main() -> None:
                     v.clear()
                 errors = dict(ledger.errors)
             line: dict[str, Any] = {"minute": minute, "rss_mb": round(_rss_mb(), 1)}
+            line["anon_mb"] = round(_rss_mb("RssAnon"), 1)
+            line["threads"] = threading.active_count()
+            line["arrow_mb"] = round(pa.total_allocated_bytes() / 2**20, 1)
+            line["segment_cache_mb"] = round(lake.cache._bytes / 2**20, 1)
+            line["shard_cache_mb"] = round(ctx.services.search.shards.nbytes / 2**20, 1)
             for name, ms in sorted(window.items()):
                 ms.sort()
                 p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
