@@ -15,6 +15,7 @@ Readers find the newest version from the cached version (or the hint) by probing
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -49,6 +50,8 @@ from memlake.store.base import ObjectStore, PreconditionFailed
 
 T = TypeVar("T")
 
+log = logging.getLogger("memlake.lake")
+
 
 @dataclass(frozen=True)
 class CommitContext:
@@ -71,6 +74,10 @@ CommitHook = Callable[[CommitContext], None]
 #: derived rows into the transaction (e.g. embeddings of staged episodes) so they commit with
 #: them. It re-runs on a lost race, against the newer snapshot, like the change functions.
 PrepareHook = Callable[[Snapshot, Transaction], None]
+#: A published hook runs once a commit's snapshot is installed, with the snapshot it replaced
+#: (prev, new): it lets caches go of what the new one no longer names. The write has landed,
+#: so it must not raise (an error would answer a landed write as failed).
+PublishedHook = Callable[[Snapshot, Snapshot], None]
 
 
 class Lake(Reading):
@@ -95,6 +102,7 @@ class Lake(Reading):
         self._tenants_lock = threading.Lock()
         self.commit_hooks: list[CommitHook] = []
         self.prepare_hooks: list[PrepareHook] = []
+        self.published_hooks: list[PublishedHook] = []
 
     def spec(self, name: str) -> TableSpec:
         try:
@@ -265,6 +273,11 @@ class Lake(Reading):
         with st.read_lock:
             snap = Snapshot(manifest, self.store, self.cache, self.schema, prev, memo=st.views)
             self._install(st, snap)
+        for hook in self.published_hooks:
+            try:
+                hook(prev, snap)
+            except Exception:  # the write landed: a cache's trouble is logged, not answered
+                log.exception("after version %d of tenant %s landed", manifest.version, tenant)
 
     def replace_segments(
         self, tenant: str, build: Callable[[Snapshot], Manifest | None]

@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from memlake.episodes import TABLE
+from memlake.errors import ConfigurationError
 from memlake.lake import Lake, Snapshot, Transaction
 from memlake.lake.engine import CommitContext
 from memlake.search.episode_docs import episode_doc
@@ -199,6 +200,19 @@ class Indexer:
         pending = {k: v for k, v in state.pending.items() if k not in touched}
         ctx.txn.extra[EXTRA_KEY] = replace(state, pending=pending).to_json()
 
+    def on_published(self, prev: Snapshot, new: Snapshot) -> None:
+        """The shards `prev` named and `new` does not leave the memory cache (ShardCache.retire):
+        a commit replaced them, and only readers of an older snapshot could still use one."""
+        if prev.extra.get(EXTRA_KEY) is new.extra.get(EXTRA_KEY):
+            return  # no index change (compaction keeps the extra)
+        try:
+            before, after = SearchState.from_extra(prev.extra), SearchState.from_extra(new.extra)
+        except ConfigurationError:
+            return  # a format this process does not search: nothing of it is cached
+        if before is not None:
+            kept = {s.key for s in after.shards} if after is not None else set()
+            self.searcher.shards.retire(s.key for s in before.shards if s.key not in kept)
+
     def writer(
         self, snap: Snapshot, store: ObjectStore, tenant: str, version: int
     ) -> layout.Layout:
@@ -239,6 +253,7 @@ def install(lake: Lake, searcher: Searcher) -> Indexer:
     indexer = Indexer(searcher)
     lake.prepare_hooks.append(indexer.prepare)
     lake.commit_hooks.append(indexer.on_commit)
+    lake.published_hooks.append(indexer.on_published)
     searcher.indexing = True
     return indexer
 

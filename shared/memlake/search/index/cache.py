@@ -25,7 +25,7 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +140,15 @@ class ShardCache:
                 self._bytes += shard.nbytes
                 shard.on_grow = lambda s: self._grown(key, s)
             self._evict()
+
+    def retire(self, keys: Iterable[str]) -> None:
+        """Let go of shards a commit replaced (a write's old tail, a merge's inputs): the newest
+        state no longer names them, and every write makes a new tail, so an LRU alone would
+        fill its budget with dead tails. A reader of an older snapshot loads one again."""
+        with self._lock:
+            for key in keys:
+                if self._items.pop(key, None) is not None:
+                    self._bytes -= self._sizes.pop(key)
 
     def _grown(self, key: str, shard: Shard) -> None:
         """A cached shard built FAISS structures: count them (and evict to stay in bounds)."""
