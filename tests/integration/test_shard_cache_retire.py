@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memlake.lake import Lake
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.state import SearchState
 from tests.integration.test_search_index import HashEmbedder, T, found, make, put, small_layout
@@ -13,7 +14,7 @@ from tests.integration.test_search_index import HashEmbedder, T, found, make, pu
 __all__ = ["small_layout"]  # the fixture, used by name
 
 
-def _live_keys(lake) -> set[str]:  # type: ignore[no-untyped-def]
+def _live_keys(lake: Lake) -> set[str]:
     st = SearchState.from_extra(lake.snapshot(T).extra)
     assert st is not None
     return {s.key for s in st.shards}

@@ -206,7 +206,7 @@ class Indexer:
         if prev.extra.get(EXTRA_KEY) is new.extra.get(EXTRA_KEY):
             return  # no index change (compaction keeps the extra)
         try:
-            before, after = SearchState.from_extra(prev.extra), SearchState.from_extra(new.extra)
+            before, after = _search_state(prev), _search_state(new)
         except ConfigurationError:
             return  # a format this process does not search: nothing of it is cached
         if before is not None:
@@ -245,6 +245,11 @@ class Indexer:
             count = len(stored.get("vectors") or [])
             out[episode_id] = (row, list(stored["starts"]), list(stored["ends"]), count)
         return out
+
+
+def _search_state(snap: Snapshot) -> SearchState | None:
+    """The snapshot's search state, parsed once for it (a search's parse too: search.hybrid)."""
+    return snap.derived("search_state", lambda: SearchState.from_extra(snap.extra))
 
 
 def install(lake: Lake, searcher: Searcher) -> Indexer:
