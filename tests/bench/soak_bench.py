@@ -275,7 +275,7 @@ def main() -> None:
             line["anon_mb"] = round(_rss_mb("RssAnon"), 1)
             line["threads"] = threading.active_count()
             line["arrow_mb"] = round(pa.total_allocated_bytes() / 2**20, 1)
-            line["segment_cache_mb"] = round(lake.cache._bytes / 2**20, 1)
+            line["segment_cache_mb"] = round(lake.cache.nbytes / 2**20, 1)
             line["shard_cache_mb"] = round(ctx.services.search.shards.nbytes / 2**20, 1)
             for name, ms in sorted(window.items()):
                 ms.sort()

@@ -273,6 +273,7 @@ class Lake(Reading):
         with st.read_lock:
             snap = Snapshot(manifest, self.store, self.cache, self.schema, prev, memo=st.views)
             self._install(st, snap)
+        self.cache.retire(prev.manifest.segments_replaced_by(manifest))
         for hook in self.published_hooks:
             try:
                 hook(prev, snap)

@@ -122,9 +122,20 @@ class Manifest:
             extra=dict(doc.get("extra", {})),
         )
 
+    def segment_keys(self) -> set[str]:
+        """The keys of every segment of every table."""
+        return {s.key for segs in self.tables.values() for s in segs}
+
+    def segments_replaced_by(self, newer: Manifest) -> set[str]:
+        """The segments this manifest names and `newer` does not (compaction's inputs, a
+        rewrite's old part)."""
+        if newer.tables is self.tables:
+            return set()
+        return self.segment_keys() - newer.segment_keys()
+
     def all_keys(self) -> set[str]:
         """Every object this snapshot references: segments, and any key a feature keeps in extra."""
-        keys = {s.key for segs in self.tables.values() for s in segs}
+        keys = self.segment_keys()
         prefix = f"tenants/{self.tenant}/"
         stack: list[Any] = [self.extra]
         while stack:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from concurrent.futures import Future
 from datetime import date, datetime
 from typing import Any
@@ -24,6 +25,13 @@ from memlake.lake.schema import conform
 from memlake.store.base import ObjectNotFound, ObjectStore
 
 MAX_DISTINCT_STAT = 32
+#: what a decoded table holds beyond its buffers' bytes (`Table.nbytes`), measured with
+#: RssAnon over 3,000 one-row tables held (issue 47): ~0.6-1.4 KB a column chunk (its
+#: ArrayData, buffers' headers and the pool's 64-byte rounding), a few KB a table. A one-row
+#: episodes segment (25 columns) reports 418 bytes and holds 23-34 KB; charged only the 418,
+#: a cache bounded at 256 MiB held ~600k of them (~20 GB) and a long soak grew ~100 MB a minute
+TABLE_FIXED_BYTES = 4096
+COLUMN_CHUNK_BYTES = 1024
 
 
 def read_parquet(data: bytes) -> pa.Table:
@@ -122,15 +130,23 @@ def encode_segment(
     return ref, data
 
 
+def held_bytes(table: pa.Table) -> int:
+    """The memory a decoded table holds: its buffers and its fixed overhead (a small table's is
+    most of it)."""
+    chunks = sum(column.num_chunks for column in table.columns)
+    return table.nbytes + TABLE_FIXED_BYTES + COLUMN_CHUNK_BYTES * chunks
+
+
 class SegmentCache:
-    """LRU of decoded segments keyed by object key. A segment is read once however many
+    """LRU of decoded segments keyed by object key, bounded by the memory they hold
+    (`held_bytes`: their buffers and fixed overhead). A segment is read once however many
     threads ask for it at the same time: a search's hits are read ahead while it ranks them
     (TableView.read_ahead), and its lookup then waits for those reads instead of asking the
     store again."""
 
     def __init__(self, max_bytes: int = 1 << 30) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[str, pa.Table] = OrderedDict()
+        self._items: OrderedDict[str, tuple[pa.Table, int]] = OrderedDict()  # -> (table, held)
         self._bytes = 0
         self._lock = threading.Lock()
         self._reading: dict[str, Future[pa.Table]] = {}  # key -> the read in flight
@@ -139,14 +155,30 @@ class SegmentCache:
         """Remember a segment this process just wrote (saves reading it back)."""
         with self._lock:
             if key not in self._items:
-                self._items[key] = table
-                self._bytes += table.nbytes
+                held = held_bytes(table)
+                self._items[key] = (table, held)
+                self._bytes += held
             self._evict()
+
+    @property
+    def nbytes(self) -> int:
+        """The memory the cached tables hold (what the bound counts)."""
+        return self._bytes
+
+    def retire(self, keys: Iterable[str]) -> None:
+        """Let go of segments a commit replaced (compaction's inputs, a rewrite's old part):
+        the newest manifest no longer names them; a reader of an older snapshot reads one
+        again."""
+        with self._lock:
+            for key in keys:
+                item = self._items.pop(key, None)
+                if item is not None:
+                    self._bytes -= item[1]
 
     def _evict(self) -> None:
         while self._bytes > self.max_bytes and len(self._items) > 1:
-            _, old = self._items.popitem(last=False)
-            self._bytes -= old.nbytes
+            _, (_, held) = self._items.popitem(last=False)
+            self._bytes -= held
 
     def cached(self, key: str) -> bool:
         """Whether the segment is held or being read (no read is started)."""
@@ -159,11 +191,11 @@ class SegmentCache:
         thread asking while another reads it waits for that read; if that read failed, it
         reads the segment itself (a read ahead's failure is nobody's answer)."""
         with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
+            item = self._items.get(key)
+            if item is not None:
                 self._items.move_to_end(key)
-                if hit.schema.equals(schema, check_metadata=False):
-                    return hit
+                if item[0].schema.equals(schema, check_metadata=False):
+                    return item[0]
             reading = self._reading.get(key)
             mine = reading is None
             if reading is None:
