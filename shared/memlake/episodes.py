@@ -253,7 +253,9 @@ def filtered(
     start: datetime | None = None,
     end: datetime | None = None,
 ) -> pa.Table:
-    table = snap.table(TABLE).live_table()
+    """The live episodes of the readable segments, filtered; the listing tools note what a
+    damaged segment left out (memlake.lake.partial)."""
+    table = snap.table(TABLE).live_table(partial=True)
     no_time = pc.is_null(table.column("created_at"))
     if pc.any(no_time).as_py():  # cannot be placed in time (nor shown): skip before paging
         for episode_id in table.filter(no_time).column("id").to_pylist():

@@ -81,6 +81,9 @@ class KeepEmpty:
 
 KEEP_EMPTY = KeepEmpty()
 
+#: a listing's note when damaged storage left rows out (memlake.lake.partial); absent otherwise
+Unreadable = Annotated[str | None, Field(description="Set when damaged storage left rows out")]
+
 
 def _omittable(value: Any, info: Any) -> bool:
     if value in ("", [], {}):

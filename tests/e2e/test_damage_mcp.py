@@ -1,7 +1,8 @@
 """Damage as an agent meets it through /mcp (issue 27), on the local lake (a `memlake serve`
 process) and on moto S3: a damaged segment is a `corrupt_object` tool error naming it (not
 retryable, the hint names memlake check) for the reads that need it; other reads and writes
-go on; after `memlake repair` the tenant lists again and takes writes.
+go on; listings answer what is readable with an `unreadable` note (issue 47); after `memlake
+repair` the tenant lists in full again and takes writes.
 
 Each phase is a fresh server, as a damaged object is found by a reader that did not write it
 (the writer keeps what it wrote in memory).
@@ -97,19 +98,23 @@ def test_a_damaged_segment_through_mcp(where: str, request: pytest.FixtureReques
     data[len(data) // 2] ^= 0xFF  # bit rot
     lakes.store.put(key, bytes(data))
     with lakes.serve() as url:
-        got_a, got_b, added, listed = tools(
+        got_a, got_b, added, listed, found_list = tools(
             url,
             ("get_episode", {"id": a["id"]}),
             ("get_episode", {"id": b["id"]}),
             ("add_episode", {"content": "cider pressing in the barn"}),
             ("list_episodes", {}),
+            ("find_episodes", {}),
         )
     err = got_a.get("error", {})
     assert got_a["is_error"] and err["code"] == "corrupt_object", got_a
     assert key in err["message"] and "memlake check" in err["hint"] and not err.get("retryable")
     assert not got_b["is_error"] and got_b["id"] == b["id"]
     assert not added["is_error"], added  # writes do not need the damaged segment
-    assert listed["is_error"] and listed["error"]["code"] == "corrupt_object", listed
+    for partial in (listed, found_list):  # what is readable, and a note of what is not
+        assert not partial["is_error"], partial
+        assert {e["id"] for e in partial["episodes"]} == {b["id"], added["id"]}, partial
+        assert "1 of " in partial["unreadable"] and "memlake repair" in partial["unreadable"]
     services = lakes.services()
     report = repair_tenant(services.lake, services.search, "default", apply=True)
     assert report.rows_lost == 1 and check_tenant(lakes.store, "default").clean
@@ -121,6 +126,7 @@ def test_a_damaged_segment_through_mcp(where: str, request: pytest.FixtureReques
             ("search_episodes", {"query": "beekeeping hives"}),
         )
     assert not listed["is_error"] and not more["is_error"], (listed, more)
+    assert "unreadable" not in listed
     ids = {e["id"] for e in listed["episodes"]}
     assert b["id"] in ids and added["id"] in ids and a["id"] not in ids
     assert found["episodes"][0]["id"] == b["id"]

@@ -253,10 +253,14 @@ class TableView(Scans):
         self.whole()
         return sum(1 for _seq, _pos, _row, dead in self.index.values() if not dead)
 
-    def live_table(self) -> pa.Table:
-        """All live rows as one Arrow table (system columns dropped), cached per snapshot."""
-        if self._live is None:
+    def live_table(self, partial: bool = False) -> pa.Table:
+        """All live rows as one Arrow table (system columns dropped), cached per snapshot.
+        With a segment unreadable, this raises its CorruptObject; `partial`: the rows of the
+        readable segments instead (`unreadable` says which were not; memlake.lake.partial)."""
+        if not partial:
             self.whole()
+        if self._live is None:
+            _ = self.index
             by_segment: dict[int, list[int]] = {}
             for _seq, pos, row, dead in self.index.values():
                 if not dead:

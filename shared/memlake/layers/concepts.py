@@ -163,7 +163,7 @@ def find_page(
     pager: Pager,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Concepts by name (case-insensitive, then id), filtered; keyset cursor on (name, id)."""
-    table = snap.table(CONCEPTS).live_table()
+    table = snap.table(CONCEPTS).live_table(partial=True)  # find_concepts notes the rest
     masks = []
     if query:
         name_hit = pc.match_substring(table.column("name"), query, ignore_case=True)

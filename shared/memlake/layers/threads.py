@@ -200,7 +200,7 @@ def pending_page(
     snap: Snapshot, *, context: str | None, limit: int, cursor: str | None, pager: Pager
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Pending threads, oldest first (created_at, id), with a keyset cursor."""
-    table = snap.table(THREADS).live_table()
+    table = snap.table(THREADS).live_table(partial=True)  # get_pending_threads notes the rest
     mask = pc.equal(table.column("processing_status"), PENDING)
     if context is not None:
         mask = pc.and_(mask, pc.equal(table.column("context"), context))

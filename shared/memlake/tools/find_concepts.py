@@ -7,11 +7,12 @@ from collections import Counter
 from pydantic import Field
 
 from memlake.cursors import ID, TEXT, Cursor, pager
+from memlake.lake.partial import unreadable_note
 from memlake.layers import concepts, links
 from memlake.layers.fields import ConceptId, ConceptKind, ConceptQuery
 from memlake.layers.models import ConceptView
-from memlake.layers.tables import LINKS
-from memlake.models import EpisodeId, Input, Output
+from memlake.layers.tables import CONCEPTS, LINKS
+from memlake.models import EpisodeId, Input, Output, Unreadable
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -34,6 +35,7 @@ class FindConceptsOutput(Output):
     next_cursor: str | None = Field(
         None, description="Pass as cursor for the next page; absent at the end"
     )
+    unreadable: Unreadable = None
 
 
 def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
@@ -64,7 +66,12 @@ def run(ctx: ToolContext, args: FindConceptsInput) -> FindConceptsOutput:
         lk["concept_id"] for lk in snap.where(LINKS, "concept_id", [r["id"] for r in page])
     )
     found = [ConceptSummary(**concepts.view(r), episode_count=counts[r["id"]]) for r in page]
-    return FindConceptsOutput(concepts=found, count=len(found), next_cursor=next_cursor)
+    return FindConceptsOutput(
+        concepts=found,
+        count=len(found),
+        next_cursor=next_cursor,
+        unreadable=unreadable_note(snap.table(CONCEPTS)),
+    )
 
 
 SPEC = ToolSpec(

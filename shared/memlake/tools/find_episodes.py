@@ -8,8 +8,10 @@ from typing import Any
 from pydantic import Field
 
 from memlake.cursors import ID, INT64, Cursor, pager
+from memlake.episodes import TABLE as EPISODES
 from memlake.episodes import public_view, view_or_skip
 from memlake.errors import InvalidArgument
+from memlake.lake.partial import unreadable_note
 from memlake.layers import find, links
 from memlake.layers.fields import (
     MAX_TAGS,
@@ -21,7 +23,7 @@ from memlake.layers.fields import (
     unique,
 )
 from memlake.layers.models import LayerEpisode
-from memlake.models import Context, Output, TimeRange
+from memlake.models import Context, Output, TimeRange, Unreadable
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 from memlake.tools.search_episodes import ScoreBreakdown
 
@@ -52,6 +54,7 @@ class FindEpisodesOutput(Output):
     next_cursor: str | None = Field(
         None, description="Pass as cursor for the next page; absent at the end"
     )
+    unreadable: Unreadable = None
 
 
 def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
@@ -108,7 +111,13 @@ def run(ctx: ToolContext, args: FindEpisodesInput) -> FindEpisodesOutput:
         for row, score, breakdown in scored
         if (e := view_or_skip(row, partial(found_view, score, breakdown))) is not None
     ]
-    return FindEpisodesOutput(mode=mode, episodes=found, count=len(found), next_cursor=next_cursor)
+    return FindEpisodesOutput(
+        mode=mode,
+        episodes=found,
+        count=len(found),
+        next_cursor=next_cursor,
+        unreadable=unreadable_note(snap.table(EPISODES)),
+    )
 
 
 def _search(

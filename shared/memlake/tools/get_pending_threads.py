@@ -5,9 +5,11 @@ from __future__ import annotations
 from pydantic import Field
 
 from memlake.cursors import ID, INT64, Cursor, pager
+from memlake.lake.partial import unreadable_note
 from memlake.layers import threads
 from memlake.layers.models import ThreadView
-from memlake.models import Context, Input, Output
+from memlake.layers.tables import THREADS
+from memlake.models import Context, Input, Output, Unreadable
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -23,6 +25,7 @@ class GetPendingThreadsOutput(Output):
     next_cursor: str | None = Field(
         None, description="Pass as cursor for the next page; absent at the end"
     )
+    unreadable: Unreadable = None
 
 
 def run(ctx: ToolContext, args: GetPendingThreadsInput) -> GetPendingThreadsOutput:
@@ -39,7 +42,12 @@ def run(ctx: ToolContext, args: GetPendingThreadsInput) -> GetPendingThreadsOutp
         snap, context=args.context, limit=args.limit, cursor=args.cursor, pager=cursors
     )
     out = [ThreadView(**threads.view(r)) for r in page]
-    return GetPendingThreadsOutput(threads=out, count=len(out), next_cursor=next_cursor)
+    return GetPendingThreadsOutput(
+        threads=out,
+        count=len(out),
+        next_cursor=next_cursor,
+        unreadable=unreadable_note(snap.table(THREADS)),
+    )
 
 
 SPEC = ToolSpec(

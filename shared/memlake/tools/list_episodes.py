@@ -9,8 +9,10 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from memlake.cursors import ID, INT64, Cursor, pager
+from memlake.episodes import TABLE as EPISODES
 from memlake.episodes import EpisodeFields, filtered, occurred_bounds, public_view, view_or_skip
-from memlake.models import Context, Output, TimeRange
+from memlake.lake.partial import unreadable_note
+from memlake.models import Context, Output, TimeRange, Unreadable
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 
@@ -30,6 +32,7 @@ class ListEpisodesOutput(Output):
     next_cursor: str | None = Field(
         None, description="Pass as cursor for the next page; absent at the end"
     )
+    unreadable: Unreadable = None
 
 
 def _summary(row: dict[str, Any]) -> EpisodeSummary:
@@ -47,7 +50,8 @@ def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
         *args.cursor_bounds(),
         configured_key=ctx.settings.cursor_key,
     )
-    table = filtered(ctx.lake.snapshot(ctx.tenant), context=args.context, start=start, end=end)
+    snap = ctx.lake.snapshot(ctx.tenant)
+    table = filtered(snap, context=args.context, start=start, end=end)
     at, _ = occurred_bounds(table)
     at_us = pc.cast(at, pa.int64())
     table = table.append_column("__at", at_us)
@@ -64,7 +68,12 @@ def run(ctx: ToolContext, args: ListEpisodesInput) -> ListEpisodesOutput:
     page = page[: args.limit]
     next_cursor = cursors.encode([page[-1]["__at"], page[-1]["id"]]) if more else None
     episodes = [e for r in page if (e := view_or_skip(r, _summary)) is not None]
-    return ListEpisodesOutput(episodes=episodes, count=len(episodes), next_cursor=next_cursor)
+    return ListEpisodesOutput(
+        episodes=episodes,
+        count=len(episodes),
+        next_cursor=next_cursor,
+        unreadable=unreadable_note(snap.table(EPISODES)),
+    )
 
 
 SPEC = ToolSpec(
