@@ -4,21 +4,25 @@ folds, the deferred pass, GC) on a schedule; then an audit of every acknowledged
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python tests/bench/soak_bench.py \\
         [--minutes 30] [--fault-rate 0.01] [--embedder hash|minilm] [--cache-mb 256] [--root DIR]
+        [--steady N]
 
 Threads: 2 writers (add_episode; the first's every 8th call an upsert_episode of one of its
 own: a new version), a deleter (delete_episode of one the second writer added), 2 searchers
 (search_episodes of a word of an acknowledged write), a graph worker (add_episode_relationship
-`follows` between
-two acknowledged episodes, validate_no_cycles, get_dependency_graph) and maintenance every
-20 s (memlake.maintenance's "tick" policy, GC with a 60 s grace). Every request to the store
-fails with probability --fault-rate, half before the store saw it, half after it did (the
-answer lost: decision 4701's case).
+`follows` between two acknowledged episodes, validate_no_cycles, get_dependency_graph) and
+maintenance every 20 s (memlake.maintenance's "tick" policy, GC with a 60 s grace). Every
+request to the store fails with probability --fault-rate, half before the store saw it, half
+after it did (the answer lost: decision 4701's case).
+
+With --steady N the writers delete their oldest episodes once the tenant holds about N, so
+after the warm-up the tenant's size holds still (a long-running server's state) and memory
+and latency over time say whether anything accumulates.
 
 Each minute it prints resident memory and each tool's p50/p99 in that minute; at the end
 it reads the lake again without faults: every acknowledged add present once with its last
 acknowledged content, every acknowledged delete gone, every write that answered an error
 absent (an error for a write that landed is counted), and the relationships acknowledged.
-Not in CI: its numbers go to docs/reliability.md.
+Not in CI: its numbers go to docs/performance.md ("Soak").
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -102,6 +106,7 @@ class Ledger:
         self.failed_adds: list[str] = []  # contents of adds that answered an error
         self.links: set[tuple[str, str]] = set()
         self.owner: dict[str, int] = {}  # id -> the writer that added it
+        self.order: dict[int, deque[str]] = defaultdict(deque)  # writer -> its adds, oldest first
         self.times: dict[str, list[float]] = defaultdict(list)
         self.errors: dict[str, int] = defaultdict(int)
 
@@ -127,7 +132,7 @@ def _call(ctx: Any, ledger: Ledger, name: str, **arguments: Any) -> Any:
     return outcome
 
 
-def writer(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int) -> None:
+def writer(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int, steady: int = 0) -> None:
     rng, n = random.Random(seed), 0
     while not stop.is_set():
         n += 1
@@ -149,6 +154,28 @@ def writer(ctx: Any, ledger: Ledger, stop: threading.Event, seed: int) -> None:
             else:
                 ledger.content[out.structured["id"]] = text
                 ledger.owner[out.structured["id"]] = seed
+                ledger.order[seed].append(out.structured["id"])
+        if steady:
+            forget_oldest(ctx, ledger, seed, steady // 2)
+
+
+def forget_oldest(ctx: Any, ledger: Ledger, seed: int, keep: int) -> None:
+    """--steady: delete this writer's oldest live episode while it holds more than `keep` (its
+    own thread: never racing its own upserts). An error leaves it live (decision 4701: an
+    error is a write that did not land) and first in line."""
+    with ledger.lock:
+        mine = ledger.order[seed]
+        while mine and mine[0] in ledger.deleted:
+            mine.popleft()
+        if len(mine) <= keep:
+            return
+        victim = mine.popleft()
+    if _call(ctx, ledger, "delete_episode", id=victim).is_error:
+        with ledger.lock:
+            ledger.order[seed].appendleft(victim)
+    else:
+        with ledger.lock:
+            ledger.deleted.add(victim)
 
 
 def deleter(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
@@ -239,6 +266,12 @@ def main() -> None:
     parser.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
     parser.add_argument("--root", type=Path)
     parser.add_argument("--cache-mb", type=int, default=256)
+    parser.add_argument(
+        "--steady",
+        type=int,
+        default=0,
+        help="keep the tenant at about this many live episodes (writers delete their oldest)",
+    )
     args = parser.parse_args()
     root = args.root or Path(tempfile.mkdtemp(prefix="memlake-soak-"))
     if args.embedder == "minilm":
@@ -253,9 +286,9 @@ def main() -> None:
     settings = Settings(data_dir=root, cache_bytes=cache, shard_cache_bytes=cache)
     ctx = indexed_context(Principal(T), lake, settings, embedder)
     ledger, stop = Ledger(), threading.Event()
-    workers = [threading.Thread(target=writer, args=(ctx, ledger, stop, s)) for s in (1, 2)] + [
-        threading.Thread(target=searcher, args=(ctx, ledger, stop, s)) for s in (3, 4)
-    ]
+    workers = [
+        threading.Thread(target=writer, args=(ctx, ledger, stop, s, args.steady)) for s in (1, 2)
+    ] + [threading.Thread(target=searcher, args=(ctx, ledger, stop, s)) for s in (3, 4)]
     workers += [
         threading.Thread(target=f, args=(ctx, ledger, stop)) for f in (deleter, grapher, maintainer)
     ]
@@ -274,6 +307,7 @@ def main() -> None:
             line: dict[str, Any] = {"minute": minute, "rss_mb": round(_rss_mb(), 1)}
             line["anon_mb"] = round(_rss_mb("RssAnon"), 1)
             line["threads"] = threading.active_count()
+            line["live_episodes"] = len(ledger.content) - len(ledger.deleted)
             line["arrow_mb"] = round(pa.total_allocated_bytes() / 2**20, 1)
             line["segment_cache_mb"] = round(lake.cache.nbytes / 2**20, 1)
             line["shard_cache_mb"] = round(ctx.services.search.shards.nbytes / 2**20, 1)
