@@ -60,8 +60,10 @@ class TenantState:
 
 
 #: attempts of one commit the store may fail (a retryable StorageError: 503 SlowDown, a reset)
-#: before it answers; each attempt writes new objects, and none is named until its manifest
-STORE_FAILURES = 3
+#: before it answers; each attempt writes new objects, and none is named until its manifest.
+#: 8 writers on one tenant with puts throttled past 120 a second (test_throttled_writers.py):
+#: 3 answered 16% of the writes `unavailable`, 4 6%, 5 2%; 5 waits at most 6 s in all
+STORE_FAILURES = 5
 #: full-jitter backoff after the n-th of them: uniform in [0, STORE_BACKOFF * 2**n] seconds
 STORE_BACKOFF = 0.2
 
