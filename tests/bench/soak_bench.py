@@ -40,7 +40,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+# isort: off
+import memlake  # noqa: F401  first, as a server does: it picks Arrow's allocator (decision 4703)
 import pyarrow as pa
+
+# isort: on
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
