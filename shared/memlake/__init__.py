@@ -9,5 +9,5 @@ __version__ = "0.1.0"
 # 3 MB of it allocated; with malloc 176 -> 195). Set before any memlake module imports
 # pyarrow: Arrow reads it once, at its first allocation; memlake.lake sets pyarrow's pool
 # too, for a host that imported pyarrow first. An operator's own choice stands.
-ARROW_POOL_CHOSEN = "ARROW_DEFAULT_MEMORY_POOL" in os.environ
-os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+#: whether the operator chose another pool (then memlake leaves Arrow's choice alone)
+ARROW_POOL_CHOSEN = os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system") != "system"

@@ -12,7 +12,8 @@ PROBE = (
     "import memlake.lake, pyarrow as pa, pyarrow.parquet as pq, io;"
     "b = io.BytesIO(); pq.write_table(pa.table({'a': list(range(100))}), b);"
     "t = pq.read_table(pa.BufferReader(b.getvalue()));"
-    "print(pa.default_memory_pool().backend_name, pa.system_memory_pool().bytes_allocated() > 0)"
+    "print('POOL', pa.default_memory_pool().backend_name,"
+    " pa.system_memory_pool().bytes_allocated() > 0)"
 )
 
 
@@ -23,7 +24,9 @@ def _probe(**env: str) -> str:
         [sys.executable, "-c", probe], env={**clean, **env}, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
+    lines = [line for line in out.stdout.splitlines() if line.startswith("POOL ")]
+    assert lines, (out.stdout, out.stderr)
+    return lines[-1].removeprefix("POOL ")
 
 
 def test_memlake_makes_arrow_use_the_system_allocator() -> None:

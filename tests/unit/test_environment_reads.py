@@ -18,6 +18,8 @@ CONFIG = ROOT / "shared" / "memlake" / "config.py"
 ALLOWED = {
     ("shared/memlake/cli.py", "os.environ.setdefault('OMP_NUM_THREADS', '1')"),
     ("shared/memlake/cli.py", "os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')"),
+    # before pyarrow loads, so not through memlake.config (decision 4703)
+    ("shared/memlake/__init__.py", "os.environ.setdefault('ARROW_DEFAULT_MEMORY_POOL', 'system')"),
 }
 ENV_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
 
