@@ -1,6 +1,6 @@
-"""Command line: `memlake serve | stdio | compact | gc | maintain | export | import | reembed |
-model | warm-kernels`: the parser and the doors (serve, stdio); the other commands are
-memlake.commands."""
+"""Command line: `memlake serve | stdio | compact | gc | maintain | export | import |
+import-chats | reembed | model | warm-kernels`: the parser and the doors (serve, stdio); the
+other commands are memlake.commands (import-chats: memlake.commands_import_chats)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memlake import commands, commands_integrity
+from memlake import commands, commands_import_chats, commands_integrity
 from memlake.config import Settings
 from memlake.errors import MemlakeError, NotFound
 
@@ -145,6 +145,21 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="JSON Lines file, or - for stdin")
     imp.add_argument("--data", help=_LAKE_HELP)
     imp.add_argument("--batch-size", type=int, default=500, help="rows per commit")
+
+    chats = _command(
+        sub,
+        "import-chats",
+        commands_import_chats.run_import_chats,
+        "import ChatGPT / Claude.ai exports, Claude Code sessions or memory.json as threads"
+        " and episodes (again: only what is new)",
+        default="default",
+        help="whose memory (default: default)",
+    )
+    chats.add_argument("path", help="an export's zip or conversations.json, a folder, a .jsonl")
+    chats.add_argument("--data", help=_LAKE_HELP)
+    chats.add_argument("--context", help="the project every imported conversation belongs to")
+    chats.add_argument("--dry-run", action="store_true", help="count what would be imported")
+    chats.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     reembed = _command(
         sub,

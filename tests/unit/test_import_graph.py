@@ -22,7 +22,13 @@ SOURCE = Path(memlake.__file__).parent.parent
 #: A name is a package (the prefix of its modules) or a module; the longest one that matches
 #: a module is its place, so memlake.search.index sits below memlake.search.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memlake.__main__", "memlake.cli", "memlake.commands", "memlake.commands_integrity"),
+    (
+        "memlake.__main__",
+        "memlake.cli",
+        "memlake.commands",
+        "memlake.commands_import_chats",
+        "memlake.commands_integrity",
+    ),
     ("memlake.mcp",),  # transports: HTTP, API Gateway, stdio, direct
     ("memlake.tools",),  # one use case per tool
     ("memlake.context", "memlake.maintenance"),  # what a call runs with; the maintenance pass
@@ -32,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memlake.audit",
         "memlake.cursors",
         "memlake.idempotency",
+        "memlake.importers",
         "memlake.integrity",
         "memlake.layers",
         "memlake.relationships",
