@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memlake.errors import StorageError, Unavailable
+from memlake.lake.references import References
 from memlake.lake.snapshot import Snapshot, TableView
 from memlake.lake.txn import Transaction
 
@@ -57,6 +58,8 @@ class TenantState:
     views: dict[str, TableView] = field(default_factory=dict)
     #: the hint's put a commit left under way (memlake.lake.head_copy.put_hint)
     hint_put: Future[None] | None = None
+    #: what the retained manifests name, folded in across GC passes (memlake.lake.gc)
+    references: References = field(default_factory=References)
 
 
 #: attempts of one commit the store may fail (a retryable StorageError: 503 SlowDown, a reset)

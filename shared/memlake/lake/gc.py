@@ -5,7 +5,8 @@ a writer that has put its segment but not yet committed its manifest never loses
 manifests older than the history window are removed from the bottom up, keeping versions
 contiguous above the oldest retained one (readers probe forward from any retained version).
 On a local store, temporary files a crashed writer left (`.tmp-*`) older than the same grace
-period go too; one a writer still holds is kept (memlake.store.local).
+period go too; one a writer still holds is kept (memlake.store.local). A process reads each
+retained manifest once, not on every pass (memlake.lake.references).
 """
 
 from __future__ import annotations
@@ -59,17 +60,21 @@ def collect_garbage(
         if v == latest.version or modified >= history_cutoff or v > latest.version
     ]
     floor = min(retained) if retained else latest.version
-    referenced: set[str] = set()
-    for v in sorted(retained):
-        referenced |= lake.load_manifest(tenant, v).all_keys() if v else set()
-
-    grace_cutoff = now - timedelta(seconds=grace_seconds)
-    for obj in data_objects:
-        if obj.key in referenced or obj.last_modified >= grace_cutoff:
-            report.kept_objects += 1
-            continue
-        lake.store.delete(obj.key)
-        report.deleted_objects += 1
+    refs = lake._state(tenant).references
+    with refs.lock:  # one pass of this process at a time folds and reads it
+        refs.fold(retained, lambda v: lake.load_manifest(tenant, v))
+        named = {obj.key for obj in data_objects if refs.named_since(obj.key, floor)}
+        grace_cutoff = now - timedelta(seconds=grace_seconds)
+        deleted = []
+        for obj in data_objects:
+            if obj.key in named or obj.last_modified >= grace_cutoff:
+                report.kept_objects += 1
+                continue
+            lake.store.delete(obj.key)
+            deleted.append(obj.key)
+            report.deleted_objects += 1
+        refs.forget(deleted)
+        refs.prune(floor, {obj.key for obj in data_objects})
     for v in sorted(manifest_versions):
         if v < floor and manifest_versions[v] < grace_cutoff:
             lake.store.delete(keys.manifest_key(tenant, v))
