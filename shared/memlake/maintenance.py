@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memlake.errors import CorruptObject, MemlakeError
 from memlake.ids import TENANT_PATTERN
 from memlake.lake.compaction import CompactionReport, compact
-from memlake.lake.gc import GRACE_SECONDS, GcReport, collect_garbage
+from memlake.lake.gc import GRACE_SECONDS, HISTORY_SECONDS, GcReport, collect_garbage
 from memlake.search.backfill import BackfillReport, embed_pending
 from memlake.search.index.layout import MAX_TIER
 from memlake.search.merge_policy import MergeRules
@@ -66,6 +66,8 @@ class MaintenancePolicy:
     merge_tier: int = 0
     merge_limit: int | None = None
     merge_memory: int | None = None
+    #: how long GC keeps old manifests and what they name (a soak compresses the week)
+    gc_history_seconds: float = HISTORY_SECONDS
 
 
 def maintenance_policy(settings: Settings, door: Door) -> MaintenancePolicy:
@@ -183,7 +185,12 @@ def maintain_tenant(
     ):
         out.compaction = compact(lake, tenant, min_segments=policy.merge_run)
     if policy.gc_grace_seconds is not None:
-        out.gc = collect_garbage(lake, tenant, grace_seconds=policy.gc_grace_seconds)
+        out.gc = collect_garbage(
+            lake,
+            tenant,
+            grace_seconds=policy.gc_grace_seconds,
+            history_seconds=policy.gc_history_seconds,
+        )
     return out
 
 

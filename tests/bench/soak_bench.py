@@ -10,9 +10,10 @@ Threads: 2 writers (add_episode; the first's every 8th call an upsert_episode of
 own: a new version), a deleter (delete_episode of one the second writer added), 2 searchers
 (search_episodes of a word of an acknowledged write), a graph worker (add_episode_relationship
 `follows` between two acknowledged episodes, validate_no_cycles, get_dependency_graph) and
-maintenance every 20 s (memlake.maintenance's "tick" policy, GC with a 60 s grace). Every
-request to the store fails with probability --fault-rate, half before the store saw it, half
-after it did (the answer lost: decision 4701's case).
+maintenance every 20 s (memlake.maintenance's "tick" policy, GC with a 60 s grace and a
+5-minute history window for 7 days'). Every request to the store fails with probability
+--fault-rate, half before the store saw it, half after it did (the answer lost: decision
+4701's case).
 
 With --steady N the writers delete their oldest episodes once the tenant holds about N, so
 after the warm-up the tenant's size holds still (a long-running server's state) and memory
@@ -60,6 +61,9 @@ from tests.integration.test_search_index import HashEmbedder  # noqa: E402
 from tests.wiring import bare_lake, indexed_context  # noqa: E402
 
 T = "soak"
+#: GC's history window, compressed as the soak compresses time (a server keeps 7 days: at
+#: the soak's write rate the window would never slide, and the store only grow)
+HISTORY_SECONDS = 300.0
 WORDS = [
     "harbour",
     "tide",
@@ -218,7 +222,11 @@ def grapher(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
 
 
 def maintainer(ctx: Any, ledger: Ledger, stop: threading.Event) -> None:
-    policy = replace(maintenance_policy(ctx.services.settings, "tick"), gc_grace_seconds=60.0)
+    policy = replace(
+        maintenance_policy(ctx.services.settings, "tick"),
+        gc_grace_seconds=60.0,
+        gc_history_seconds=HISTORY_SECONDS,
+    )
     while not stop.wait(20):
         t0 = time.perf_counter()
         try:

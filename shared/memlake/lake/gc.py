@@ -20,6 +20,8 @@ from memlake.lake.engine import Lake
 MIN_GRACE_SECONDS = 60
 #: the grace period every door uses (memlake.maintenance.maintenance_policy)
 GRACE_SECONDS = 900.0
+#: how long old manifests (and every object they name) are kept for repair (decision 2701)
+HISTORY_SECONDS = 7 * 86400.0
 
 
 @dataclass
@@ -35,7 +37,7 @@ def collect_garbage(
     tenant: str,
     *,
     grace_seconds: float = GRACE_SECONDS,
-    history_seconds: float = 7 * 86400,
+    history_seconds: float = HISTORY_SECONDS,
     now: datetime | None = None,
 ) -> GcReport:
     grace_seconds = max(grace_seconds, MIN_GRACE_SECONDS)
