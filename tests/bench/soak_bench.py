@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -335,6 +336,8 @@ def main() -> None:
         for w in workers:
             w.join()
     print("AUDIT " + json.dumps(audit(root, ledger)), flush=True)
+    if args.root is None:  # a lake of its own: gone with it (--root keeps one to look at)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,7 @@ def test_compact_and_gc_print_a_summary_and_json(tmp_path: Path) -> None:
         "deleted_manifests",
         "kept_objects",
         "deleted_temp_files",
+        "failed_deletes",
     }
     human_gc = memlake("gc", "--tenant", "team", "--data", str(tmp_path))
     assert human_gc.returncode == 0, human_gc.stderr

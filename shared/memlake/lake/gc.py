@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from memlake.errors import StorageError
 from memlake.lake import keys
 from memlake.lake.engine import Lake
+from memlake.store.base import ObjectStore
 
 MIN_GRACE_SECONDS = 60
 #: the grace period every door uses (memlake.maintenance.maintenance_policy)
@@ -30,6 +32,22 @@ class GcReport:
     deleted_manifests: int = 0
     kept_objects: int = 0
     deleted_temp_files: int = 0
+    #: deletes the store failed (a reset, a timeout, 503): left for the next pass
+    failed_deletes: int = 0
+
+
+def _deleted(store: ObjectStore, key: str, report: GcReport) -> bool:
+    """Delete one object; a transient failure is counted and left for the next pass (one
+    failed request of thousands must not throw the pass away: in the soak, with 1% of requests
+    failing, every pass failed and the store only grew)."""
+    try:
+        store.delete(key)
+    except StorageError as e:
+        if not (e.retryable and e.transient):
+            raise
+        report.failed_deletes += 1
+        return False
+    return True
 
 
 def collect_garbage(
@@ -72,14 +90,15 @@ def collect_garbage(
             if obj.key in named or obj.last_modified >= grace_cutoff:
                 report.kept_objects += 1
                 continue
-            lake.store.delete(obj.key)
-            deleted.append(obj.key)
-            report.deleted_objects += 1
+            if _deleted(lake.store, obj.key, report):
+                deleted.append(obj.key)
+                report.deleted_objects += 1
         refs.forget(deleted)
         refs.prune(floor, {obj.key for obj in data_objects})
     for v in sorted(manifest_versions):
         if v < floor and manifest_versions[v] < grace_cutoff:
-            lake.store.delete(keys.manifest_key(tenant, v))
+            if not _deleted(lake.store, keys.manifest_key(tenant, v), report):
+                break  # from the bottom up: no gap below a version still stored
             report.deleted_manifests += 1
     remove_temp = getattr(lake.store, "remove_stale_temp_files", None)  # LocalStore only
     if remove_temp is not None:
