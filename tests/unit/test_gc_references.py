@@ -95,3 +95,13 @@ def test_a_failed_delete_is_left_for_the_next_pass(tmp_path: Path) -> None:
     assert again.failed_deletes == 0 and not (tmp_path / old[0]).exists()
     rows = bare_lake(LocalStore(tmp_path)).snapshot(T).table("episodes")
     assert sorted(rows.ids()) == sorted(f"r{i}" for i in range(8))
+
+
+def test_a_manifest_read_that_fails_once_is_read_again(tmp_path: Path) -> None:
+    lake = bare_lake(LocalStore(tmp_path))
+    for i in range(4):
+        put(lake, f"r{i}")
+    first = keys.manifest_key(T, 1)  # read by GC's fold only (a reader wants the newest)
+    store = FaultyStore(LocalStore(tmp_path), [Fault("get", first, times=2)])
+    report = collect_garbage(bare_lake(store), T)  # it fails twice, then is read
+    assert store.fired[("get", "before")] == 2 and report.failed_deletes == 0

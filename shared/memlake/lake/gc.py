@@ -11,12 +11,15 @@ retained manifest once, not on every pass (memlake.lake.references).
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memlake.errors import StorageError
 from memlake.lake import keys
 from memlake.lake.engine import Lake
+from memlake.lake.manifest import Manifest
 from memlake.store.base import ObjectStore
 
 MIN_GRACE_SECONDS = 60
@@ -24,6 +27,8 @@ MIN_GRACE_SECONDS = 60
 GRACE_SECONDS = 900.0
 #: how long old manifests (and every object they name) are kept for repair (decision 2701)
 HISTORY_SECONDS = 7 * 86400.0
+#: tries of each manifest read (a transient failure: a reset, a timeout, 503)
+LOAD_ATTEMPTS = 4
 
 
 @dataclass
@@ -34,6 +39,20 @@ class GcReport:
     deleted_temp_files: int = 0
     #: deletes the store failed (a reset, a timeout, 503): left for the next pass
     failed_deletes: int = 0
+
+
+def _load(lake: Lake, tenant: str, version: int) -> Manifest:
+    """A retained manifest, its read tried again after a transient failure: a pass reads every
+    manifest committed since the last (hundreds at ~15 commits a second), and with the soak's
+    1% of requests failing, one try each left 96% of passes unfinished."""
+    for attempt in range(LOAD_ATTEMPTS):
+        try:
+            return lake.load_manifest(tenant, version)
+        except StorageError as e:
+            if not (e.retryable and e.transient) or attempt == LOAD_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0, 0.05 * 2**attempt))
+    raise AssertionError("unreachable")
 
 
 def _deleted(store: ObjectStore, key: str, report: GcReport) -> bool:
@@ -82,7 +101,7 @@ def collect_garbage(
     floor = min(retained) if retained else latest.version
     refs = lake._state(tenant).references
     with refs.lock:  # one pass of this process at a time folds and reads it
-        refs.fold(retained, lambda v: lake.load_manifest(tenant, v))
+        refs.fold(retained, lambda v: _load(lake, tenant, v))
         named = {obj.key for obj in data_objects if refs.named_since(obj.key, floor)}
         grace_cutoff = now - timedelta(seconds=grace_seconds)
         deleted = []
