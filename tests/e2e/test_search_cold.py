@@ -15,23 +15,10 @@ from memlake.config import Settings
 from memlake.mcp.server import build_app
 from memlake.services import Services
 from memlake.store.s3 import S3Store
-from tests.support.counting import CountingStore
+from tests.support.counting import RecordingStore
 
 from .conftest import API_KEYS, TOKENS
 from .mcp_helpers import call, connect, run, serve_in_thread, serve_subprocess
-
-
-class RecordingStore(CountingStore):
-    """Counts requests and remembers which keys were read."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.keys_read: list[str] = []
-
-    def get(self, key: str) -> bytes:
-        self.keys_read.append(key)
-        return super().get(key)
-
 
 EPISODES = 70  # more than one tail shard (64), so the cold reader loads a sealed one too
 

@@ -70,3 +70,15 @@ class CountingStore:
     def list_prefixes(self, prefix: str) -> builtins.list[str]:
         self._count("list")
         return self.inner.list_prefixes(prefix)
+
+
+class RecordingStore(CountingStore):
+    """Counts requests and remembers which keys were read (whole gets)."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        super().__init__(inner)
+        self.keys_read: list[str] = []
+
+    def get(self, key: str) -> bytes:
+        self.keys_read.append(key)
+        return super().get(key)

@@ -13,7 +13,7 @@ from memlake.lake.compaction import compact
 from memlake.lake.gc import collect_garbage
 from memlake.store.faults import Fault, FaultyStore
 from memlake.store.local import LocalStore
-from tests.support.counting import CountingStore
+from tests.support.counting import RecordingStore
 from tests.wiring import bare_lake
 
 T = "t"
@@ -26,22 +26,12 @@ def put(lake: Lake, row_id: str) -> None:
     lake.commit(T, change)
 
 
-def manifest_gets(store: CountingStore) -> int:
+def manifest_gets(store: RecordingStore) -> int:
     return sum(1 for key in store.keys_read if "/manifest/0" in key)
 
 
-class KeyCountingStore(CountingStore):
-    def __init__(self, inner: LocalStore) -> None:
-        super().__init__(inner)
-        self.keys_read: list[str] = []
-
-    def get(self, key: str) -> bytes:
-        self.keys_read.append(key)
-        return super().get(key)
-
-
 def test_a_second_pass_reads_only_the_new_manifests(tmp_path: Path) -> None:
-    store = KeyCountingStore(LocalStore(tmp_path))
+    store = RecordingStore(LocalStore(tmp_path))
     lake = bare_lake(store)
     for i in range(12):
         put(lake, f"r{i}")
