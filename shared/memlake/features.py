@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memlake import audit, episodes, idempotency, relationships
+from memlake.erasure import requests as erasures
 from memlake.lake.engine import Lake
 from memlake.lake.schema import Catalog, TableSpec, catalog
 from memlake.lake.txn import Transaction
@@ -81,6 +82,11 @@ RELATIONSHIPS = Feature(
     on_episode_delete=(relationships.cascade_delete,),
 )
 AUDIT = Feature("audit", tables=(_checked(audit.SPEC, AuditRow),))
+ERASURE = Feature(  # deletes request erasure; maintenance removes the rows from every object
+    "erasure",
+    tables=(erasures.SPEC,),  # receipts: not exported (derived), never imported
+    on_episode_delete=(erasures.request_episode,),
+)
 IDEMPOTENCY = Feature(  # the keys of add_episode, add_thread, upsert_concept
     "idempotency", tables=(_checked(idempotency.SPEC, idempotency.IdempotencyRow),)
 )
@@ -92,6 +98,7 @@ FEATURES: tuple[Feature, ...] = (
     RELATIONSHIPS,
     AUDIT,
     IDEMPOTENCY,
+    ERASURE,
 )
 
 

@@ -1,7 +1,8 @@
 """Lake maintenance, one policy for every door: the vectors writes left pending
 (memlake.search.backfill), then merges of index shards into tiers above the write path's
-and folds of its small shards into partial ones (memlake.search.merging), then compaction,
-then GC.
+and folds of its small shards into partial ones (memlake.search.merging), then the erasure
+of what was deleted since the last pass (memlake.erasure: every pass, every door), then
+compaction, then GC.
 
 `maintenance_policy(settings, door)` holds every threshold, derived from Settings; the doors
 differ only in how often they run (docs/decisions/1155-maintenance-policy.md):
@@ -22,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from memlake.erasure.run import ErasureReport, erase_pending
 from memlake.errors import CorruptObject, MemlakeError
 from memlake.ids import TENANT_PATTERN
 from memlake.lake.compaction import CompactionReport, compact
@@ -98,6 +100,7 @@ class TenantReport:
     merge_failed: bool = False
     compaction: CompactionReport | None = None
     gc: GcReport | None = None
+    erasure: ErasureReport | None = None
 
 
 @dataclass
@@ -113,6 +116,10 @@ class MaintenanceReport(GcReport):
     shards_caught_up: int = 0
     shard_merges: int = 0  # index shard runs merged into one (memlake.search.merging)
     shard_merges_deferred: int = 0  # due, but past the deadline or memory bound
+    #: episodes and threads erased from every object (memlake.erasure), and those left for
+    #: the next pass
+    erased: int = 0
+    erasures_pending: int = 0
     failed: list[str] = field(default_factory=list)
 
     def add(self, one: TenantReport) -> None:
@@ -123,6 +130,9 @@ class MaintenanceReport(GcReport):
         if one.merged is not None:
             self.shard_merges += one.merged.merged
             self.shard_merges_deferred += one.merged.deferred
+        if one.erasure is not None:
+            self.erased += one.erasure.erased
+            self.erasures_pending += one.erasure.pending
         if one.compaction is not None:
             self.compacted_tables += len(one.compaction.merged)
             self.rows_dropped += one.compaction.rows_dropped
@@ -179,6 +189,8 @@ def maintain_tenant(
         except Exception:
             log.exception("merging index shards failed for tenant %s", tenant)
             out.merge_failed = True
+    # before compaction and GC: deleted episodes leave every object in this pass (issue 48)
+    out.erasure = erase_pending(lake, tenant, forget=services.search.forget_objects)
     if policy.compact_at == 1 or (
         policy.compact_at > 1
         and any(len(s) >= policy.compact_at for s in lake.snapshot(tenant).manifest.tables.values())

@@ -31,7 +31,7 @@ def test_two_services_with_different_features_have_different_catalogs(tmp_path: 
     # the small one has no search hooks and only the layers' delete cleanup
     assert small.lake.prepare_hooks == [] and not small.search.indexing
     assert full.lake.prepare_hooks and full.search.indexing
-    assert len(small.on_episode_delete) == 1 and len(full.on_episode_delete) == 3
+    assert len(small.on_episode_delete) == 1 and len(full.on_episode_delete) == 4
     with pytest.raises(ValueError, match="unknown table 'relationships'"):
         small.lake.spec("relationships")
     # building the full one changed nothing of the small one

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (  # the domain beside search: layers, relationships, audit, keys, cursors, import/export
         "memlake.audit",
         "memlake.cursors",
+        "memlake.erasure",
         "memlake.idempotency",
         "memlake.importers",
         "memlake.integrity",

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from memlake.errors import StorageError
 from memlake.lake import keys
 from memlake.lake.engine import Lake
 from memlake.lake.manifest import Manifest
+from memlake.lake.manifest_log import ManifestCut, cut_marker
 from memlake.store.base import ObjectStore
 
 MIN_GRACE_SECONDS = 60
@@ -48,6 +50,8 @@ def _load(lake: Lake, tenant: str, version: int) -> Manifest:
     for attempt in range(LOAD_ATTEMPTS):
         try:
             return lake.load_manifest(tenant, version)
+        except ManifestCut:  # an erasure cut it: it names nothing
+            return Manifest.empty(tenant)
         except StorageError as e:
             if not (e.retryable and e.transient) or attempt == LOAD_ATTEMPTS - 1:
                 raise
@@ -55,7 +59,7 @@ def _load(lake: Lake, tenant: str, version: int) -> Manifest:
     raise AssertionError("unreachable")
 
 
-def _deleted(store: ObjectStore, key: str, report: GcReport) -> bool:
+def _deleted(store: ObjectStore, key: str, report: GcReport | CutReport) -> bool:
     """Delete one object; a transient failure is counted and left for the next pass (one
     failed request of thousands must not throw the pass away: in the soak, with 1% of requests
     failing, every pass failed and the store only grew)."""
@@ -122,4 +126,74 @@ def collect_garbage(
     remove_temp = getattr(lake.store, "remove_stale_temp_files", None)  # LocalStore only
     if remove_temp is not None:
         report.deleted_temp_files = remove_temp(prefix, grace_cutoff)
+    return report
+
+
+@dataclass
+class CutReport:
+    #: manifests below the cut replaced by markers that name nothing
+    cut_manifests: int = 0
+    #: objects only those manifests named, deleted at once (no grace)
+    removed: list[str] = field(default_factory=list)
+    #: objects no manifest names that `holds` found holding erased rows, deleted at once
+    removed_orphans: list[str] = field(default_factory=list)
+    failed_deletes: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.failed_deletes == 0
+
+
+def cut_history(
+    lake: Lake,
+    tenant: str,
+    below: int,
+    *,
+    since: int = 0,
+    holds: Callable[[str], bool] | None = None,
+) -> CutReport:
+    """An erasure's GC (memlake.erasure): every manifest under version `below` is overwritten
+    with a marker that names nothing (ManifestCut), and every object only those manifests
+    named is deleted now, without the grace period (versions under `since` are markers of an
+    earlier cut already): the history window no longer brings back
+    what an erasure removed. An object no manifest ever named (a lost race's, or a merge or
+    compaction still in flight) keeps its grace, unless `holds(key)` says it holds erased rows
+    (a write that lost its race can hold the erased episode, and can never be committed).
+
+    The order survives a crash anywhere: objects go first, then the manifests that named them,
+    so a pass that stopped is finished by the next. A writer holding a snapshot older than
+    `below` finds its next version there (a marker) and loses the race as it always did;
+    a reader of one gets a retryable error (memlake.tools.base)."""
+    report = CutReport()
+    prefix = keys.tenant_prefix(tenant)
+    versions, data_objects = [], []
+    for obj in lake.store.list(prefix):
+        version = keys.version_of_manifest_key(obj.key) if "/manifest/" in obj.key else None
+        if version is not None:
+            versions.append(version)
+        elif not obj.key.endswith((keys.HINT_NAME, keys.HEAD_NAME)):
+            data_objects.append(obj.key)
+    refs = lake._state(tenant).references
+    with refs.lock:
+        refs.fold([v for v in versions if v <= below], lambda v: _load(lake, tenant, v))
+        for key in data_objects:
+            newest = refs.newest.get(key)
+            if newest is not None and newest >= below:
+                continue
+            if newest is None and (holds is None or not holds(key)):
+                continue  # never committed: GC's grace decides
+            if _deleted(lake.store, key, report):
+                (report.removed if newest is not None else report.removed_orphans).append(key)
+        refs.forget(report.removed + report.removed_orphans)
+    if not report.complete:
+        return report  # the manifests stay until every object they named is gone
+    for version in sorted(v for v in versions if since <= v < below):
+        try:
+            cut_marker(lake.store, tenant, version)
+        except StorageError as e:
+            if not (e.retryable and e.transient):
+                raise
+            report.failed_deletes += 1
+            continue
+        report.cut_manifests += 1
     return report

@@ -10,6 +10,9 @@ from typing import Any
 from memlake.lake.checksums import digest
 
 FORMAT = 1
+#: Manifest.extra's count of the tenant's erasures (memlake.erasure): a process that sees it
+#: grow drops what its caches hold of objects the manifest no longer names
+ERASURE_EPOCH = "erasure_epoch"
 
 
 #: the last member of a stored manifest: the sha256 of the bytes before it (closed by "}")

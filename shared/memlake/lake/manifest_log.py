@@ -85,9 +85,25 @@ log = logging.getLogger("memlake.lake")
 FALLBACK_DEPTH = 64
 
 
+#: what an erasure leaves in place of a manifest it cut (memlake.lake.gc.cut_history): the
+#: version still exists (a writer holding an older snapshot loses its race to it instead of
+#: writing the version again), and names nothing
+CUT_MARKER = b'{"cut":true}'
+
+
+class ManifestCut(NotFound):
+    """A version an erasure cut from the history: it exists and names nothing."""
+
+
+def cut_marker(store: ObjectStore, tenant: str, version: int) -> None:
+    """Put the marker over version `version` (overwriting what it named)."""
+    store.put(keys.manifest_key(tenant, version), CUT_MARKER)
+
+
 def load_manifest(store: ObjectStore, tenant: str, version: int) -> Manifest:
     """Version `version` of the tenant's manifest (0: the empty one); NotFound when it does
-    not exist, CorruptObject when its bytes are not an intact manifest of this tenant."""
+    not exist (ManifestCut when an erasure cut it), CorruptObject when its bytes are not an
+    intact manifest of this tenant."""
     if version == 0:
         return Manifest.empty(tenant)
     key = keys.manifest_key(tenant, version)
@@ -98,6 +114,11 @@ def load_manifest(store: ObjectStore, tenant: str, version: int) -> Manifest:
             f"version {version} of this memory store does not exist or was collected",
             hint="Use a newer version.",
         ) from e
+    if data == CUT_MARKER:
+        raise ManifestCut(
+            f"version {version} of this memory store was cut from its history by an erasure",
+            hint="Use a newer version.",
+        )
     try:
         manifest = Manifest.from_bytes(data)
     except (ValueError, KeyError, TypeError, AttributeError) as e:

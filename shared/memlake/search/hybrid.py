@@ -77,6 +77,7 @@ def search(
     """
 
     def run(snap: Snapshot) -> list[SearchHit]:
+        searcher.settle_erasures(snap)
         return _search_in(
             snap, lake.store, searcher, query, limit, context, start, end, recency, allowed_ids,
             params, query_vector,

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlake.config import Settings
 from memlake.embed.base import Embedder
+from memlake.lake.keys import tenant_prefix
+from memlake.lake.manifest import ERASURE_EPOCH
 from memlake.pools import STORE_IO
 from memlake.search.index.cache import ShardCache
 from memlake.search.index.deferred_embedding import embed_or_defer
@@ -25,6 +27,9 @@ from memlake.search.index.text import vector_texts
 from memlake.search.query import sides
 from memlake.search.query.rerank import make_reranker
 from memlake.search.query.reranker import Reranker
+
+if TYPE_CHECKING:
+    from memlake.lake.snapshot import Snapshot
 
 EMBED_CACHE = 256  # texts
 EMBED_CACHE_VECTORS = 65_536  # ~100 MB at 384 dims
@@ -56,6 +61,24 @@ class Searcher:
         #: True once memlake.search.indexing.install made the lake's commits embed and index
         #: episodes; writes embed ahead, and the deferred pass runs, only then
         self.indexing = False
+        #: tenant -> the erasure epoch of the newest manifest this process searched
+        self._erasure_epochs: dict[str, int] = {}
+
+    def forget_objects(self, keys: list[str]) -> None:
+        """Objects an erasure removed: dropped from the shard caches, memory and disk."""
+        self.shards.forget(keys)
+
+    def settle_erasures(self, snap: Snapshot) -> None:
+        """Once per erasure of a tenant (its manifest's `erasure_epoch` grew: another process
+        erased, memlake.erasure), drop what the caches hold of that tenant's objects the
+        manifest no longer names, so this process's memory and disk let go of them too."""
+        epoch = int(snap.extra.get(ERASURE_EPOCH, 0))
+        seen = self._erasure_epochs.get(snap.tenant)
+        if seen is not None and epoch <= seen:
+            return
+        self._erasure_epochs[snap.tenant] = epoch
+        if epoch:
+            self.shards.keep_only(tenant_prefix(snap.tenant), snap.manifest.all_keys())
 
     @property
     def embedder(self) -> Embedder:

@@ -21,7 +21,6 @@ that does not stays ranged and bounded (no churn: a set that does not fit is nev
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 from collections import OrderedDict
@@ -37,7 +36,13 @@ from memlake.errors import CorruptObject
 from memlake.lake.checksums import damaged, digest, verify
 from memlake.search.index import npz_layout
 from memlake.search.index.npz_format import ArrayInfo, bad
-from memlake.search.index.range_cache import RangeCache, trim_dir, write_atomically
+from memlake.search.index.range_cache import (
+    RangeCache,
+    disk_stem,
+    tenant_stem,
+    trim_dir,
+    write_atomically,
+)
 from memlake.search.index.ranges import RangedNpz
 from memlake.search.index.shard import Shard
 from memlake.search.index.shard_source import RANGED_COPIES
@@ -169,7 +174,38 @@ class ShardCache:
     def _disk_path(self, key: str) -> Path | None:
         if self.disk_dir is None:
             return None
-        return self.disk_dir / (hashlib.sha256(key.encode()).hexdigest() + ".npz")
+        return self.disk_dir / (disk_stem(key) + ".npz")
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop these shards everywhere this cache holds them: memory, their ranges, and the
+        disk directory (an erasure removed the objects: memlake.erasure)."""
+        keys = list(keys)
+        self.retire(keys)
+        self.ranges.forget(keys)
+        for key in keys:
+            path = self._disk_path(key)
+            if path is not None:
+                path.unlink(missing_ok=True)
+
+    def keep_only(self, tenant_prefix: str, named: set[str]) -> int:
+        """Drop whatever this cache holds of the tenant's objects that `named` (the keys its
+        newest manifest names) leaves out: memory, ranges and disk files. Another process's
+        erasure removed them (memlake.search.searcher.Searcher.settle_erasures). Returns how
+        many files or shards it dropped."""
+        with self._lock:
+            mine = [k for k in self._items if k.startswith(tenant_prefix)]
+            ranged = {k[0] for k in self.ranges._items if k[0].startswith(tenant_prefix)}
+        gone = [k for k in {*mine, *ranged} if k not in named]
+        self.retire(gone)
+        self.ranges.forget(gone)
+        dropped = len(gone)
+        if self.disk_dir is not None:
+            keep = {disk_stem(k) for k in named}
+            for path in self.disk_dir.glob(tenant_stem(tenant_prefix + "x") + "*"):
+                if path.name.split("-", 1)[0].split(".", 1)[0] not in keep:
+                    path.unlink(missing_ok=True)
+                    dropped += 1
+        return dropped
 
     def _to_disk(self, key: str, data: bytes) -> None:
         path = self._disk_path(key)

@@ -15,13 +15,26 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 DISK_BYTES = 256 << 20  # half of Lambda's default /tmp; ShardCache may use the rest
 
 RangeKey = tuple[str, int, int]
+
+
+def tenant_stem(object_key: str) -> str:
+    """The start of the cache file names of every object of one tenant (`tenants/<t>/...`)."""
+    tenant = "/".join(object_key.split("/", 2)[:2])
+    return hashlib.sha256(tenant.encode()).hexdigest()[:12]
+
+
+def disk_stem(object_key: str) -> str:
+    """What names an object's files in a cache directory: hashes of its tenant and its key, so
+    the files of one object, or of one tenant, can be found and removed (an erasure:
+    memlake.erasure); the key itself never becomes a path."""
+    return tenant_stem(object_key) + hashlib.sha256(object_key.encode()).hexdigest()[:20]
 
 
 def write_atomically(path: Path, data: bytes) -> bool:
@@ -150,7 +163,20 @@ class RangeCache:
         if self.disk_dir is None:
             return None
         name = hashlib.sha256(f"{key[0]}\0{key[1]}\0{key[2]}".encode()).hexdigest()
-        return self.disk_dir / (name + ".range")
+        return self.disk_dir / f"{disk_stem(key[0])}-{name[:32]}.range"
+
+    def forget(self, object_keys: Iterable[str]) -> None:
+        """Drop every range of these objects, in memory and on disk (an erasure removed them:
+        memlake.erasure)."""
+        gone = set(object_keys)
+        with self._lock:
+            for key in [k for k in self._items if k[0] in gone]:
+                self._bytes -= len(self._items.pop(key))
+        if self.disk_dir is not None:
+            for obj in gone:
+                for path in self.disk_dir.glob(f"{disk_stem(obj)}-*.range"):
+                    path.unlink(missing_ok=True)
+                    self._disk_bytes = None  # scanned again when next needed
 
     def _to_disk(self, key: RangeKey, data: bytes) -> None:
         path = self._disk_path(key)

@@ -163,7 +163,12 @@ def build(
             pcols[name].append(getattr(shard, name)[p_keep])
         pcols["p_doc"][-1] = new_no[pcols["p_doc"][-1]]
         ids.extend(np.asarray(shard.id_list, dtype=object)[keep].tolist())
-        remap = np.array([ctx_no(c) for c in shard.contexts] + [NO_CONTEXT], dtype=np.int32)
+        ctx_used = set(np.unique(shard.ctx[keep]).tolist())  # a dropped doc's context goes
+        remap = np.array(
+            [ctx_no(c) if i in ctx_used else NO_CONTEXT for i, c in enumerate(shard.contexts)]
+            + [NO_CONTEXT],
+            dtype=np.int32,
+        )
         ctx_col.append(remap[shard.ctx[keep]])  # -1 indexes the trailing NO_CONTEXT
         live = keep[shard.chunk_doc]
         vectors.append(shard.vectors[live])

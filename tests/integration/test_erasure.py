@@ -1,0 +1,167 @@
+"""Issue 48: a deleted episode leaves every object of the tenant when the next maintenance pass
+ends: its words, its id and its vectors, in segments, index shards, manifests and the shard
+cache on disk (tests.support.erasure_scan decodes every object)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlake.config import Settings
+from memlake.context import Principal
+from memlake.erasure import requests
+from memlake.lake import Lake
+from memlake.maintenance import maintain_tenant, maintenance_policy
+from memlake.search.index import layout
+from memlake.store.local import LocalStore
+from memlake.tools import add_episode, delete_episode, search_episodes
+from tests.integration.test_search_index import HashEmbedder, T
+from tests.support.erasure_scan import scan
+from tests.wiring import bare_lake, indexed_context
+
+SECRET = "zanzibarquokka"
+
+
+def build(root: Path, **settings: object):  # type: ignore[no-untyped-def]
+    emb = HashEmbedder()
+    cfg = Settings(data_dir=root, **settings)  # type: ignore[arg-type]
+    lake: Lake = bare_lake(LocalStore(root), dim=emb.dim)
+    return lake, indexed_context(Principal(T), lake, cfg, emb), emb
+
+
+def add(ctx, content: str, **kw: object) -> str:  # type: ignore[no-untyped-def]
+    args = add_episode.AddEpisodeInput.model_validate({"content": content, **kw})
+    return add_episode.run(ctx, args).id
+
+
+def delete(ctx, episode_id: str) -> int:  # type: ignore[no-untyped-def]
+    return delete_episode.run(ctx, delete_episode.DeleteEpisodeInput(id=episode_id)).deleted
+
+
+def found(ctx, query: str) -> list[str]:  # type: ignore[no-untyped-def]
+    args = search_episodes.SearchEpisodesInput.model_validate({"query": query})
+    return [h.id for h in search_episodes.run(ctx, args).episodes]
+
+
+def one_pass(ctx) -> None:  # type: ignore[no-untyped-def]
+    maintain_tenant(ctx.services, T, maintenance_policy(ctx.settings, "tick"))
+
+
+@pytest.fixture
+def small_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(layout, "TAIL_DOCS", 4)
+
+
+def test_delete_then_one_pass_leaves_no_object_holding_the_episode(
+    tmp_path: Path, small_tail: None
+) -> None:
+    cache = tmp_path / "shard-cache"
+    lake, ctx, emb = build(tmp_path / "lake", shard_cache_dir=str(cache))
+    others = [add(ctx, f"note {i} about the garden and tomatoes") for i in range(10)]
+    victim = add(ctx, f"the {SECRET} lives behind the shed", context="private-ctx")
+    others += [add(ctx, f"later note {i} about cooking") for i in range(6)]
+    assert victim in found(ctx, SECRET)
+    vector = emb.embed([f"the {SECRET} lives behind the shed"])[0]
+    before = scan(lake.store, T, words=[SECRET], ids=[victim], vectors=[vector])
+    assert before  # the scan sees it while it is there
+
+    assert delete(ctx, victim) == 1
+    assert found(ctx, SECRET) == []
+    one_pass(ctx)
+
+    left = scan(
+        lake.store, T, words=[SECRET, "private-ctx"], ids=[victim], vectors=[vector],
+        extra_dirs=[cache],
+    )  # fmt: skip
+    assert left == [], "\n".join(left)
+    snap = lake.snapshot(T)
+    (receipt,) = requests.receipts(snap)
+    assert receipt.id == victim and receipt.rewritten and receipt.removed > 0
+    assert requests.pending(snap) == []
+    # everything else is still there and found
+    assert set(others) <= set(found(ctx, "note")) | set(found(ctx, "cooking")) | set(
+        found(ctx, "garden")
+    )
+    one_pass(ctx)  # nothing pending: a no-op
+    assert len(requests.receipts(lake.snapshot(T))) == 1
+
+
+def test_the_scan_fails_without_the_pass(tmp_path: Path) -> None:
+    """Today's behaviour without erasure (what issue 48 measured): delete alone leaves it."""
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"the {SECRET} again")
+    add(ctx, "another note")
+    delete(ctx, victim)
+    assert scan(lake.store, T, words=[SECRET], ids=[victim])
+
+
+def test_versions_links_and_relationships_are_erased(tmp_path: Path) -> None:
+    from memlake.tools import (
+        add_episode_relationship,
+        link_episode_to_concept,
+        upsert_concept,
+        upsert_episode,
+    )
+
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"first {SECRET} draft")
+    upsert_episode.run(
+        ctx,
+        upsert_episode.UpsertEpisodeInput.model_validate(
+            {"id": victim, "events": f"second {SECRET} revision"}
+        ),
+    )
+    other = add(ctx, "a neighbour note")
+    add_episode_relationship.run(
+        ctx,
+        add_episode_relationship.AddEpisodeRelationshipInput.model_validate(
+            {"from_episode_id": other, "to_episode_id": victim, "relationship_type": "related_to",
+             "metadata": {"why": f"{SECRET} meta"}}
+        ),
+    )  # fmt: skip
+    concept = upsert_concept.run(
+        ctx, upsert_concept.UpsertConceptInput.model_validate({"name": "pets", "kind": "topic"})
+    ).concept.id
+    link_episode_to_concept.run(
+        ctx,
+        link_episode_to_concept.LinkEpisodeToConceptInput.model_validate(
+            {"episode_id": victim, "concept_id": concept}
+        ),
+    )
+    delete(ctx, victim)
+    one_pass(ctx)
+    assert scan(lake.store, T, words=[SECRET, "draft", "revision"], ids=[victim]) == []
+    assert other in found(ctx, "neighbour")
+
+
+def test_an_id_stored_again_after_the_delete_is_kept(tmp_path: Path) -> None:
+    from memlake.tools import get_episode, upsert_episode
+
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"old {SECRET} words")
+    delete(ctx, victim)
+    upsert_episode.run(
+        ctx,
+        upsert_episode.UpsertEpisodeInput.model_validate({"id": victim, "events": "new words"}),
+    )
+    one_pass(ctx)
+    assert scan(lake.store, T, words=[SECRET], ids=[]) == []
+    got = get_episode.run(ctx, get_episode.GetEpisodeInput(id=victim))
+    assert "new words" in got.model_dump_json()
+    assert victim in found(ctx, "new words")
+
+
+def test_vectors_gone_from_every_shard(tmp_path: Path, small_tail: None) -> None:
+    lake, ctx, emb = build(tmp_path)
+    ids = [add(ctx, f"alpha{i} beta{i} gamma{i}") for i in range(12)]
+    victim = ids[5]
+    vec = emb.embed(["alpha5 beta5 gamma5"])[0]
+    assert scan(lake.store, T, words=[], ids=[], vectors=[vec])
+    delete(ctx, victim)
+    one_pass(ctx)
+    assert scan(lake.store, T, words=["alpha5", "gamma5"], ids=[victim], vectors=[vec]) == []
+    assert np.isfinite(vec).all()
+    for i in (0, 4, 6, 11):
+        assert ids[i] in found(ctx, f"alpha{i}")
