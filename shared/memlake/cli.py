@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--data", help=_LAKE_HELP)
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument(
+        "--erased",
+        action="store_true",
+        help="instead: confirm no object holds an erased episode or thread (exit 1 if one does)",
+    )
 
     repair = _command(
         sub,

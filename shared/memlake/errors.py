@@ -66,6 +66,8 @@ class CorruptObject(StorageError):
 
     code = "corrupt_object"
     retryable = False
+    key = ""  # the damaged object's key, when known
+    missing = False  # the object is not there at all (memlake.lake.checksums.missing)
 
 
 class StorageFull(StorageError):

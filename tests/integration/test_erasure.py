@@ -4,6 +4,7 @@ cache on disk (tests.support.erasure_scan decodes every object)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,20 +16,40 @@ from memlake.erasure import requests
 from memlake.lake import Lake
 from memlake.maintenance import maintain_tenant, maintenance_policy
 from memlake.search.index import layout
+from memlake.store.base import ObjectStore
 from memlake.store.local import LocalStore
-from memlake.tools import add_episode, delete_episode, search_episodes
+from memlake.tools import (
+    add_episode,
+    add_episode_relationship,
+    add_thread,
+    delete_episode,
+    delete_thread,
+    get_episode,
+    get_thread,
+    link_episode_to_concept,
+    search_episodes,
+    upsert_concept,
+    upsert_episode,
+)
 from tests.integration.test_search_index import HashEmbedder, T
 from tests.support.erasure_scan import scan
+from tests.support.stores import local_or_s3
 from tests.wiring import bare_lake, indexed_context
 
 SECRET = "zanzibarquokka"
 
 
-def build(root: Path, **settings: object):  # type: ignore[no-untyped-def]
+def build(root: Path, store: ObjectStore | None = None, **settings: object):  # type: ignore[no-untyped-def]
     emb = HashEmbedder()
     cfg = Settings(data_dir=root, **settings)  # type: ignore[arg-type]
-    lake: Lake = bare_lake(LocalStore(root), dim=emb.dim)
+    lake: Lake = bare_lake(store or LocalStore(root), dim=emb.dim)
     return lake, indexed_context(Principal(T), lake, cfg, emb), emb
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
+    with local_or_s3(request.param, tmp_path) as s:
+        yield s
 
 
 def add(ctx, content: str, **kw: object) -> str:  # type: ignore[no-untyped-def]
@@ -55,10 +76,10 @@ def small_tail(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_delete_then_one_pass_leaves_no_object_holding_the_episode(
-    tmp_path: Path, small_tail: None
+    tmp_path: Path, small_tail: None, store: ObjectStore
 ) -> None:
     cache = tmp_path / "shard-cache"
-    lake, ctx, emb = build(tmp_path / "lake", shard_cache_dir=str(cache))
+    lake, ctx, emb = build(tmp_path / "lake", store, shard_cache_dir=str(cache))
     others = [add(ctx, f"note {i} about the garden and tomatoes") for i in range(10)]
     victim = add(ctx, f"the {SECRET} lives behind the shed", context="private-ctx")
     others += [add(ctx, f"later note {i} about cooking") for i in range(6)]
@@ -99,9 +120,6 @@ def test_the_scan_fails_without_the_pass(tmp_path: Path) -> None:
 
 def test_versions_links_and_relationships_are_erased(tmp_path: Path) -> None:
     from memlake.tools import (
-        add_episode_relationship,
-        link_episode_to_concept,
-        upsert_concept,
         upsert_episode,
     )
 
@@ -137,8 +155,6 @@ def test_versions_links_and_relationships_are_erased(tmp_path: Path) -> None:
 
 
 def test_an_id_stored_again_after_the_delete_is_kept(tmp_path: Path) -> None:
-    from memlake.tools import get_episode, upsert_episode
-
     lake, ctx, _ = build(tmp_path)
     victim = add(ctx, f"old {SECRET} words")
     delete(ctx, victim)
@@ -165,3 +181,86 @@ def test_vectors_gone_from_every_shard(tmp_path: Path, small_tail: None) -> None
     assert np.isfinite(vec).all()
     for i in (0, 4, 6, 11):
         assert ids[i] in found(ctx, f"alpha{i}")
+
+
+def test_delete_thread_erases_its_messages_and_delete_episode_names_the_kept_thread(
+    tmp_path: Path, store: ObjectStore
+) -> None:
+    lake, ctx, _ = build(tmp_path, store)
+    args = add_thread.AddThreadInput.model_validate(
+        {"title": "chat", "messages": [{"role": "user", "content": f"my {SECRET} secret"}]}
+    )
+    thread = add_thread.run(ctx, args).id
+    episode = upsert_episode.run(
+        ctx,
+        upsert_episode.UpsertEpisodeInput.model_validate(
+            {"events": "what the chat was about", "source_thread_id": thread}
+        ),
+    ).id
+    out = delete_episode.run(ctx, delete_episode.DeleteEpisodeInput(id=episode))
+    assert out.thread_kept == thread  # the agent learns the words live on in the thread
+    one_pass(ctx)
+    assert scan(lake.store, T, words=[SECRET], ids=[]) != []  # the thread holds them
+
+    gone = delete_thread.run(ctx, delete_thread.DeleteThreadInput(id=thread))
+    assert (gone.deleted, gone.messages) == (1, 1)
+    with pytest.raises(Exception, match="not"):
+        get_thread.run(ctx, get_thread.GetThreadInput(id=thread))
+    one_pass(ctx)
+    assert scan(lake.store, T, words=[SECRET], ids=[thread]) == []
+    again = delete_thread.run(ctx, delete_thread.DeleteThreadInput(id=thread))
+    assert again.deleted == 0
+
+
+def test_a_reader_holding_an_older_version_gets_a_retryable_error(tmp_path: Path) -> None:
+    """A read in flight over an object the erasure removed: Unavailable (retry), never the
+    damage error that sends an operator to `memlake repair`."""
+    from memlake.mcp.dispatch import call_tool
+
+    lake, ctx, _ = build(tmp_path)
+    keep = add(ctx, "a note that stays")
+    victim = add(ctx, f"the {SECRET} note")
+    old = lake.snapshot(T)
+    delete(ctx, victim)
+    one_pass(ctx)
+    real = lake.snapshot
+    calls = []
+
+    def first_old(tenant: str) -> object:  # the call began before the pass
+        calls.append(tenant)
+        return old if len(calls) == 1 else real(tenant)
+
+    lake.snapshot = first_old  # type: ignore[method-assign]
+    lake.cache.retire([s.key for segs in old.manifest.tables.values() for s in segs])
+    # the old version still names the victim's segment, which the erasure removed
+    outcome = call_tool({"name": "get_episode", "arguments": {"id": victim}}, ctx)
+    lake.snapshot = real  # type: ignore[method-assign]
+    assert outcome.error is not None
+    err = outcome.error.to_dict()
+    assert err["code"] == "unavailable" and err.get("retryable") is True, err
+    again = call_tool({"name": "get_episode", "arguments": {"id": victim}}, ctx)
+    assert again.error is not None and again.error.to_dict()["code"] == "not_found"
+    assert call_tool({"name": "get_episode", "arguments": {"id": keep}}, ctx).error is None
+
+
+def test_check_erased_passes_after_the_pass_and_fails_before(tmp_path: Path) -> None:
+    from memlake.erasure.verify import verify_erased
+
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"the {SECRET} note")
+    add(ctx, "another")
+    delete(ctx, victim)
+    before = verify_erased(lake, T)
+    assert not before.clean and before.pending == [victim]
+    one_pass(ctx)
+    after = verify_erased(lake, T)
+    assert after.clean and after.erased == 1, after
+    # an object holding it put back (a restore from a backup, say) is found
+    from memlake.lake.schema import rows_to_table
+    from memlake.lake.segments import write_segment
+
+    row = {"id": victim, "content": f"the {SECRET} note", "created_at": None, "_seq": 1}
+    table = rows_to_table([row], lake.schema("episodes"))
+    restored = write_segment(lake.store, T, "episodes", table, ())
+    found = verify_erased(lake, T)
+    assert not found.clean and found.found == [f"{restored.key}: {victim}"]

@@ -31,7 +31,18 @@ def digest(data: bytes) -> str:
 
 def damaged(key: str, why: str) -> CorruptObject:
     """The error for a damaged object (missing, truncated, altered or unparseable)."""
-    return CorruptObject(f"stored object {key} is damaged: {why}", hint=CHECK_HINT)
+    error = CorruptObject(f"stored object {key} is damaged: {why}", hint=CHECK_HINT)
+    error.key = key
+    return error
+
+
+def missing(key: str) -> CorruptObject:
+    """The error for an object a manifest names that the store does not hold: damage, unless
+    the newest manifest no longer names it (an erasure, compaction or merge removed it while a
+    reader held an older one: memlake.tools.base.settled_error makes that retryable)."""
+    error = damaged(key, "the manifest names it but it is missing")
+    error.missing = True
+    return error
 
 
 def verify(key: str, data: bytes, expected: str) -> bytes:

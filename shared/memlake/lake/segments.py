@@ -232,7 +232,7 @@ class SegmentCache:
         try:
             raw = checksums.verify(key, store.get(key), sha256)
         except ObjectNotFound as e:
-            raise checksums.damaged(key, "the manifest names it but it is missing") from e
+            raise checksums.missing(key) from e
         try:
             parsed = read_parquet(raw)
         except (pa.ArrowException, OSError, ValueError) as e:

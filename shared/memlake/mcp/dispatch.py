@@ -24,6 +24,7 @@ from memlake.mcp.protocol import (
     RpcError,
 )
 from memlake.mcp.schema import lean_input, lean_output
+from memlake.tools.base import settled_error
 from memlake.tools.registry import TOOL_NAMES, enabled_names, get_tool
 
 SERVER_INFO = {"name": SERVER_NAME, "title": "memlake episodic memory", "version": __version__}
@@ -169,8 +170,9 @@ def call_tool(
     except ValidationError as exc:  # a model built inside the tool: our bug, not the caller's
         bug = RuntimeError(str(exc))
         return ToolOutcome(error=tool_error(bug, tool=name, request_id=ctx.request_id))
-    except Exception as exc:
-        return ToolOutcome(error=tool_error(exc, tool=name, request_id=ctx.request_id))
+    except Exception as exc:  # a missing object a newer version let go of: retryable
+        settled = settled_error(ctx, exc)
+        return ToolOutcome(error=tool_error(settled, tool=name, request_id=ctx.request_id))
 
 
 def dispatch(

@@ -18,6 +18,10 @@ class ObjectNotFound(StorageError):
     code = "object_not_found"
     retryable = False
 
+    def __init__(self, message: str, *, hint: str = "", key: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.key = key  # the missing object's key ("" when the store did not say)
+
 
 class PreconditionFailed(StorageError):
     """A conditional write lost: the key already exists (S3 412, or 409 on a concurrent put)."""

@@ -118,7 +118,7 @@ class LocalStore:
         try:
             return self._path(key).read_bytes()
         except _NO_OBJECT as e:
-            raise ObjectNotFound(f"no object {key}") from e
+            raise ObjectNotFound(f"no object {key}", key=key) from e
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         check_range(start, end)
@@ -131,7 +131,7 @@ class LocalStore:
                 fh.seek(start)
                 return fh.read(min(end, size) - start)
         except _NO_OBJECT as e:
-            raise ObjectNotFound(f"no object {key}") from e
+            raise ObjectNotFound(f"no object {key}", key=key) from e
 
     def size(self, key: str) -> int:
         path = self._path(key)
@@ -140,7 +140,7 @@ class LocalStore:
                 raise FileNotFoundError(key)
             return path.stat().st_size
         except _NO_OBJECT as e:
-            raise ObjectNotFound(f"no object {key}") from e
+            raise ObjectNotFound(f"no object {key}", key=key) from e
 
     def exists(self, key: str) -> bool:
         return os.path.isfile(self._file(key))

@@ -68,7 +68,7 @@ def _errors(
 def _missing(key: str) -> Callable[[ClientError], None]:
     def check(e: ClientError) -> None:
         if _code(e) in _MISSING or _status(e) == 404:
-            raise ObjectNotFound(f"no object {key}") from e
+            raise ObjectNotFound(f"no object {key}", key=key) from e
 
     return check
 

@@ -17,6 +17,7 @@ MEMORY_LAYER_TOOLS: tuple[str, ...] = (
     "get_thread",
     "get_pending_threads",
     "mark_thread_status",
+    "delete_thread",
     "upsert_episode",
     "find_episodes",
     "get_episode_history",

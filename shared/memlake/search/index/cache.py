@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memlake.errors import CorruptObject
-from memlake.lake.checksums import damaged, digest, verify
+from memlake.lake.checksums import digest, missing, verify
 from memlake.search.index import npz_layout
 from memlake.search.index.npz_format import ArrayInfo, bad
 from memlake.search.index.range_cache import (
@@ -220,7 +220,7 @@ class ShardCache:
         try:
             return self._load_or_fail(store, key, stats, info)
         except ObjectNotFound as e:
-            raise damaged(key, "the manifest names it but it is missing") from e
+            raise missing(key) from e
 
     def _load_or_fail(
         self, store: ObjectStore, key: str, stats: LoadStats, info: ShardInfo | None
