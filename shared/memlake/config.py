@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -43,6 +44,25 @@ def _latency(text: str) -> str:
         except ValueError as e:
             raise ConfigurationError(f"MEMLAKE_STORE_LATENCY: {e}") from None
     return text
+
+
+def _retention(text: str) -> tuple[tuple[str, int], ...]:
+    """MEMLAKE_RETENTION_CONTEXT_DAYS: a JSON object, context -> days (>= 1)."""
+    if not text:
+        return ()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        for k, v in doc.items()
+    ):
+        raise ConfigurationError(
+            "MEMLAKE_RETENTION_CONTEXT_DAYS must be a JSON object of context -> days (a whole"
+            ' number, at least 1), like {"scratch": 7}'
+        )
+    return tuple(sorted(doc.items()))
 
 
 def _list(name: str) -> tuple[str, ...]:
@@ -119,6 +139,11 @@ class Settings:
     shard_cache_dir: str = ""
     #: how long an idempotency key's first result is replayed (docs/decisions/1051)
     idempotency_ttl_seconds: int = 24 * 3600
+    #: retention (memlake.erasure.retention): maintenance deletes and erases episodes older
+    #: than this many days (0: kept until deleted), and per context ((context, days), ...),
+    #: which overrides it for that context
+    retention_days: int = 0
+    retention_context_days: tuple[tuple[str, int], ...] = ()
     #: signs page cursors; "" = a random key kept once in the store (docs/decisions/1021)
     cursor_key: str = field(default="", repr=False)
     #: `memlake serve`: seconds a connection may take to send a request's headers (after it
@@ -212,6 +237,8 @@ class Settings:
             **models_from_env(_text, _int),
             rerank_candidates=_int("MEMLAKE_RERANK_CANDIDATES", 20, low=1, high=RERANK_MAX),
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
+            retention_days=_int("MEMLAKE_RETENTION_DAYS", 0, low=0, high=100_000),
+            retention_context_days=_retention(_text("MEMLAKE_RETENTION_CONTEXT_DAYS")),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),
             embed_threads=_int("MEMLAKE_EMBED_THREADS", 0, low=0, high=EMBED_THREADS_MAX),

@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from memlake.erasure.retention import Retention, expire
 from memlake.erasure.run import ErasureReport, erase_pending
 from memlake.errors import CorruptObject, MemlakeError
 from memlake.ids import TENANT_PATTERN
@@ -101,6 +102,7 @@ class TenantReport:
     compaction: CompactionReport | None = None
     gc: GcReport | None = None
     erasure: ErasureReport | None = None
+    expired: int = 0  # episodes past the retention limit, deleted (and erased) in this pass
 
 
 @dataclass
@@ -120,6 +122,7 @@ class MaintenanceReport(GcReport):
     #: the next pass
     erased: int = 0
     erasures_pending: int = 0
+    expired: int = 0  # of them, episodes past the retention limit (MEMLAKE_RETENTION_DAYS)
     failed: list[str] = field(default_factory=list)
 
     def add(self, one: TenantReport) -> None:
@@ -130,6 +133,7 @@ class MaintenanceReport(GcReport):
         if one.merged is not None:
             self.shard_merges += one.merged.merged
             self.shard_merges_deferred += one.merged.deferred
+        self.expired += one.expired
         if one.erasure is not None:
             self.erased += one.erasure.erased
             self.erasures_pending += one.erasure.pending
@@ -189,6 +193,10 @@ def maintain_tenant(
         except Exception:
             log.exception("merging index shards failed for tenant %s", tenant)
             out.merge_failed = True
+    cfg = services.settings
+    retention = Retention(cfg.retention_days, cfg.retention_context_days)
+    if retention and policy.gc_grace_seconds is not None:  # the passes that collect garbage
+        out.expired = expire(lake, tenant, retention, services.on_episode_delete)
     # before compaction and GC: deleted episodes leave every object in this pass (issue 48)
     out.erasure = erase_pending(lake, tenant, forget=services.search.forget_objects)
     if policy.compact_at == 1 or (

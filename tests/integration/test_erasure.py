@@ -4,6 +4,10 @@ cache on disk (tests.support.erasure_scan decodes every object)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -264,3 +268,140 @@ def test_check_erased_passes_after_the_pass_and_fails_before(tmp_path: Path) -> 
     restored = write_segment(lake.store, T, "episodes", table, ())
     found = verify_erased(lake, T)
     assert not found.clean and found.found == [f"{restored.key}: {victim}"]
+
+
+def test_retention_deletes_and_erases_episodes_past_the_limit(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memlake.erasure.retention import Retention, expire
+
+    lake, ctx, _ = build(tmp_path, retention_days=365, retention_context_days=(("scratch", 7),))
+    now = datetime.now(UTC)
+
+    def at(days: int) -> str:
+        return (now - timedelta(days=days)).isoformat()
+
+    old = add(ctx, f"an old {SECRET} diary", started_at=at(400))
+    scratch = add(ctx, "scratch pad lemurwords", context="scratch", started_at=at(10))
+    keep = [
+        add(ctx, "a recent diary", started_at=at(30)),
+        add(ctx, "recent scratch", context="scratch", started_at=at(2)),
+        add(ctx, "written today"),
+    ]
+    report = maintain_tenant(ctx.services, T, maintenance_policy(ctx.settings, "scheduled"))
+    assert report.expired == 2 and report.erasure is not None and report.erasure.erased == 2
+    assert scan(lake.store, T, words=[SECRET, "lemurwords"], ids=[old, scratch]) == []
+    snap = lake.snapshot(T)
+    assert {r.id for r in requests.receipts(snap)} == {old, scratch}
+    assert set(snap.table("episodes").ids()) == set(keep)
+    # nothing old enough: the statistics say so without reading a row
+    assert expire(lake, T, Retention(365, (("scratch", 7),)), ()) == 0
+
+
+def test_retention_settings_are_checked() -> None:
+    import os
+
+    from memlake.config import Settings
+    from memlake.errors import ConfigurationError
+
+    env = dict(os.environ)
+    try:
+        os.environ["MEMLAKE_RETENTION_CONTEXT_DAYS"] = '{"scratch": 0}'
+        with pytest.raises(ConfigurationError, match="JSON object of context"):
+            Settings.from_env()
+        os.environ["MEMLAKE_RETENTION_CONTEXT_DAYS"] = '{"scratch": 7, "work": 90}'
+        os.environ["MEMLAKE_RETENTION_DAYS"] = "365"
+        got = Settings.from_env()
+        assert got.retention_days == 365
+        assert got.retention_context_days == (("scratch", 7), ("work", 90))
+    finally:
+        os.environ.clear()
+        os.environ.update(env)
+
+
+def _erase_killed(root: Path, point: str, acked: Path) -> int:
+    """erase_pending in a child process on the same lake, a writer thread committing beside it
+    (each acknowledged id appended to `acked`), SIGKILLed at `point`: "swapped" (the rewrite is
+    committed, the history not cut), "cutting" (after the cut's first delete), "receipts"
+    (everything removed, the receipts not written)."""
+    code = f"""
+import os, signal, sys, threading, time
+from memlake.erasure import requests, rewrite, run
+from memlake.store.local import LocalStore
+from tests.wiring import bare_lake
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+point = {point!r}
+if point == "swapped":
+    real_swap = rewrite.swap
+    def swap(*a, **k):
+        out = real_swap(*a, **k)
+        time.sleep(0.2)
+        die()
+    run.rewrite.swap = swap
+elif point == "cutting":
+    real_delete = LocalStore.delete
+    def delete(self, key):
+        real_delete(self, key)
+        die()
+    LocalStore.delete = delete
+else:
+    def mark(*a, **k):
+        time.sleep(0.2)
+        die()
+    run.requests.mark_erased = mark
+lake = bare_lake(LocalStore(sys.argv[1]), dim=64)
+log = open(sys.argv[2], "a")
+
+def writer():
+    for i in range(10_000):
+        text = f"written beside the erasure {{i}}"
+        row = {{"id": f"w{{i:05d}}", "content": text, "created_at": None}}
+        lake.commit({T!r}, lambda txn: txn.put("episodes", row))
+        log.write(row["id"] + "\\n")
+        log.flush()
+
+threading.Thread(target=writer, daemon=True).start()
+time.sleep(0.3)
+run.erase_pending(lake, {T!r})
+time.sleep(1)
+print("not killed")
+"""
+    root_dir = Path(__file__).resolve().parents[2]
+    shared = root_dir / "shared"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shared), str(root_dir)])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(acked)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "not killed" not in done.stdout, done.stderr
+    return done.returncode
+
+
+@pytest.mark.parametrize("point", ["swapped", "cutting", "receipts"])
+def test_an_erasure_killed_midway_loses_nothing_and_the_next_pass_finishes_it(
+    tmp_path: Path, small_tail: None, point: str
+) -> None:
+    lake, ctx, _ = build(tmp_path)
+    [add(ctx, f"note {i} on the weather") for i in range(9)]
+    victim = add(ctx, f"the {SECRET} confession")
+    delete(ctx, victim)
+    acked = tmp_path / "acked.txt"
+    # WHEN the maintenance process is killed in the middle of the erasure, writes beside it
+    assert _erase_killed(tmp_path, point, acked) == -signal.SIGKILL
+    written = acked.read_text().split()
+    assert written  # the writer was acknowledged at least once before the kill
+    # THEN every acknowledged write is there, and the next pass finishes the erasure
+    one_pass(ctx)
+    snap = lake.snapshot(T)
+    assert set(written) <= set(snap.table("episodes").ids())
+    assert scan(lake.store, T, words=[SECRET], ids=[victim]) == []
+    from memlake.erasure.verify import verify_erased
+
+    assert verify_erased(lake, T).clean
+    assert victim not in found(ctx, SECRET)
