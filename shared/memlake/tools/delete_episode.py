@@ -40,8 +40,8 @@ def run(ctx: ToolContext, args: DeleteEpisodeInput) -> DeleteEpisodeOutput:
 SPEC = ToolSpec(
     name="delete_episode",
     title="Delete episode",
-    description="Delete an episode with its versions, relationships and concept links (erased"
-    " from storage by the next maintenance pass).",
+    description="Delete an episode, its versions and links; erased from storage by the next"
+    " maintenance pass.",
     input_model=DeleteEpisodeInput,
     output_model=DeleteEpisodeOutput,
     annotations=Annotations(read_only=False, destructive=True, idempotent=True),

@@ -42,8 +42,7 @@ def run(ctx: ToolContext, args: DeleteThreadInput) -> DeleteThreadOutput:
 SPEC = ToolSpec(
     name="delete_thread",
     title="Delete thread",
-    description="Delete a thread and its messages (erased from storage by the next maintenance"
-    " pass). Episodes made from it are kept.",
+    description="Delete a thread and its messages; erased from storage like delete_episode.",
     input_model=DeleteThreadInput,
     output_model=DeleteThreadOutput,
     annotations=Annotations(read_only=False, destructive=True, idempotent=True),

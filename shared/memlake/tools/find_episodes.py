@@ -160,8 +160,8 @@ SPEC = ToolSpec(
     title="Find episodes",
     description=(
         "Filter episodes by project, time, platform, tags (all), thread or concept,"
-        " newest first; a query ranks them by title, events and tags. To recall by"
-        " meaning, use search_episodes."
+        " newest first; a query ranks them by its words. To recall by meaning, use"
+        " search_episodes."
     ),
     input_model=FindEpisodesInput,
     output_model=FindEpisodesOutput,

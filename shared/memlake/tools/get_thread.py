@@ -45,7 +45,7 @@ SPEC = ToolSpec(
     name="get_thread",
     title="Get thread",
     description=(
-        "Read a thread: status, claim, its episode and a page of messages (offset, limit)."
+        "Read a thread: status, claim, its episode and a page of messages."
     ),
     input_model=GetThreadInput,
     output_model=GetThreadOutput,

@@ -60,9 +60,8 @@ SPEC = ToolSpec(
     name="upsert_concept",
     title="Upsert concept",
     description=(
-        "Create or update a concept: reusable knowledge from episodes (a person,"
-        " technology, decision...). With id: given fields replace, omitted ones stay,"
-        " null clears. idempotency_key makes retries safe."
+        "Create or update a concept: reusable knowledge from episodes. With id: given"
+        " fields replace, omitted ones stay, null clears."
     ),
     input_model=UpsertConceptInput,
     output_model=UpsertConceptOutput,

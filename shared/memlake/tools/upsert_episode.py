@@ -137,9 +137,8 @@ SPEC = ToolSpec(
     name="upsert_episode",
     title="Upsert episode",
     description=(
-        "Create or update a structured episode (events, title, tags, timing,"
-        " platform...). With id: given fields replace, omitted ones"
-        " stay, null clears. For a plain memory, add_episode is simpler."
+        "Create or update a structured episode. With id: given fields replace, omitted"
+        " ones stay, null clears. For a plain memory, add_episode is simpler."
     ),
     input_model=UpsertEpisodeInput,
     output_model=UpsertEpisodeOutput,
