@@ -22,6 +22,7 @@ from memlake.lake import keys
 from memlake.lake.engine import Lake
 from memlake.lake.manifest import Manifest
 from memlake.lake.manifest_log import ManifestCut, cut_marker
+from memlake.pools import STORE_IO
 from memlake.store.base import ObjectStore
 
 MIN_GRACE_SECONDS = 60
@@ -176,24 +177,34 @@ def cut_history(
     refs = lake._state(tenant).references
     with refs.lock:
         refs.fold([v for v in versions if v <= below], lambda v: _load(lake, tenant, v))
+        gone: list[tuple[str, bool]] = []  # (key, committed once)
         for key in data_objects:
             newest = refs.newest.get(key)
             if newest is not None and newest >= below:
                 continue
             if newest is None and (holds is None or not holds(key)):
                 continue  # never committed: GC's grace decides
-            if _deleted(lake.store, key, report):
-                (report.removed if newest is not None else report.removed_orphans).append(key)
+            gone.append((key, newest is not None))
+        # side by side: on S3 each is a round trip (decision 4801)
+        done = list(STORE_IO.get().map(lambda g: _deleted(lake.store, g[0], GcReport()), gone))
+        report.failed_deletes += done.count(False)
+        for (key, committed), ok in zip(gone, done, strict=True):
+            if ok:
+                (report.removed if committed else report.removed_orphans).append(key)
         refs.forget(report.removed + report.removed_orphans)
     if not report.complete:
         return report  # the manifests stay until every object they named is gone
-    for version in sorted(v for v in versions if since <= v < below):
+
+    def cut(version: int) -> bool:
         try:
             cut_marker(lake.store, tenant, version)
         except StorageError as e:
             if not (e.retryable and e.transient):
                 raise
-            report.failed_deletes += 1
-            continue
-        report.cut_manifests += 1
+            return False
+        return True
+
+    cuts = list(STORE_IO.get().map(cut, [v for v in versions if since <= v < below]))
+    report.cut_manifests = sum(cuts)
+    report.failed_deletes += len(cuts) - sum(cuts)
     return report

@@ -19,6 +19,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from memlake.lake.manifest import Manifest
+from memlake.pools import STORE_IO
+
+#: manifests read at once by `fold` (on S3 each read is a round trip: a fresh process's first
+#: pass reads the whole history window)
+FOLD_BATCH = 32
 
 
 @dataclass
@@ -32,10 +37,13 @@ class References:
     def fold(self, versions: Iterable[int], load: Callable[[int], Manifest]) -> None:
         """Fold in the versions above `upto` (in order). A manifest that cannot be read raises
         (GC then refuses, as before: it cannot know what that one names)."""
-        for version in sorted(v for v in versions if v > self.upto):
-            for key in load(version).all_keys():
-                self.newest[key] = version
-            self.upto = version
+        todo = sorted(v for v in versions if v > self.upto)
+        for at in range(0, len(todo), FOLD_BATCH):  # read side by side, folded in order
+            batch = todo[at : at + FOLD_BATCH]
+            for version, manifest in zip(batch, STORE_IO.get().map(load, batch), strict=True):
+                for key in manifest.all_keys():
+                    self.newest[key] = version
+                self.upto = version
 
     def named_since(self, key: str, floor: int) -> bool:
         """Whether a manifest at or above `floor` names `key`."""
