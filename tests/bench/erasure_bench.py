@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--deletes", type=int, nargs="+", default=[1, 10])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency", default="25ms,90MB/s", help="the S3 model's timing")
+    ap.add_argument("--stores", nargs="+", default=["local", "s3-model"])
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="memlake-erasure-"))
     model = "bench-random"
@@ -104,7 +105,7 @@ def main() -> None:
     delay, bandwidth = parse_latency(args.latency)
     print("store | K | pass s (median) | requests | round trips | rewritten | removed | objects"
           " | shard MB rewritten / all")  # fmt: skip
-    for where in ("local", "s3-model"):
+    for where in args.stores:
         for k in args.deletes:
             runs: list[dict[str, float]] = []
             for _ in range(args.rounds):

@@ -99,8 +99,20 @@ def _rows(snap: Snapshot, status: str) -> list[dict[str, Any]]:
     return table.filter(pc.equal(table.column("status"), status)).to_pylist()
 
 
+def may_be_pending(snap: Snapshot) -> bool:
+    """Whether a segment of the table may hold a pending request, by the manifest's status
+    statistics alone (every maintenance tick asks: most find none without reading a row)."""
+    for seg in snap.manifest.segments(TABLE):
+        values = seg.stats.get("status", {}).get("values")
+        if values is None or PENDING in values:
+            return True
+    return False
+
+
 def pending(snap: Snapshot) -> list[Request]:
     """Requests no pass has finished."""
+    if not may_be_pending(snap):
+        return []
     return [
         Request(r["id"], r["kind"], r["requested_seq"], r["requested_at"], r["reason"] or "delete")
         for r in _rows(snap, PENDING)

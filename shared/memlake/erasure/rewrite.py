@@ -130,7 +130,10 @@ def _shard_rebuilds(
             info = state.shards[pos]
             gone = tuple(sorted(hit[pos] - set(info.dead)))  # held live: dropped too
             info_all = replace(info, dead=info.dead + gone)
-            new = None if info_all.live <= 0 else writer.rebuild(info_all, [])
+            # a maintained shard (thousands of episodes) keeps its IVF lists: retraining them
+            # was most of an erasure's time (decision 4801)
+            big = layout.maintained(info)
+            new = None if info_all.live <= 0 else writer.rebuild(info_all, [], reuse_lists=big)
             plan.shards.append((info, new))
             for episode_id in hit[pos]:
                 plan.held_by.setdefault(episode_id, set()).add(info.key)

@@ -102,6 +102,8 @@ def _check_chain(store: ObjectStore, tenant: str, report: CheckReport) -> Manife
             continue
         try:
             readable = manifest_log.load_manifest(store, tenant, version)
+        except manifest_log.ManifestCut:
+            continue  # an erasure cut the history here (decision 4801): not damage
         except (CorruptObject, NotFound) as e:
             report.damage.append(Damage(key, "manifest", "unreadable", e.message, version=version))
     report.readable_version = readable.version

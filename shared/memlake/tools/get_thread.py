@@ -44,9 +44,7 @@ def run(ctx: ToolContext, args: GetThreadInput) -> GetThreadOutput:
 SPEC = ToolSpec(
     name="get_thread",
     title="Get thread",
-    description=(
-        "Read a thread: status, claim, its episode and a page of messages."
-    ),
+    description=("Read a thread: status, claim, its episode and a page of messages."),
     input_model=GetThreadInput,
     output_model=GetThreadOutput,
     annotations=READ_ONLY,

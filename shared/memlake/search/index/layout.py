@@ -235,11 +235,15 @@ class Layout:
             shards[pos] = self.rebuild(shards[pos], group)
         return replace(state, shards=tuple(shards))
 
-    def rebuild(self, info: ShardInfo, docs: list[Doc]) -> ShardInfo:
+    def rebuild(self, info: ShardInfo, docs: list[Doc], *, reuse_lists: bool = False) -> ShardInfo:
         """One shard rewritten with these versions of some of its docs in place of the ones it
         holds (its dead docs dropped); the caller swaps it into the state. It keeps its tier
-        (a merged shard stays maintenance's: memlake.search.merging)."""
-        new = self._write([info], docs, tail=info.tail, drop=tuple(d.id for d in docs))
+        (a merged shard stays maintenance's: memlake.search.merging). `reuse_lists`: its IVF
+        lists kept (the rows left in them), not trained anew (an erasure's purge of a big
+        shard: memlake.erasure.rewrite)."""
+        new = self._write(
+            [info], docs, tail=info.tail, drop=tuple(d.id for d in docs), reuse_lists=reuse_lists
+        )
         return new if info.tail else replace(new, tier=max(new.tier, info.tier))
 
 

@@ -32,6 +32,10 @@ from memlake.search.index.npz_format import (
 
 #: the most arrays a table may list (a shard has ~28)
 MAX_ARRAYS = 256
+#: a zip local header's most bytes (30 fixed, a name and an extra field of up to 64 KiB each)
+LOCAL_HEADER_MAX = 30 + 2 * 0xFFFF
+#: bytes read for a .npy header (it says how many more it needs, if any)
+NPY_HEADER_READ = 4096
 
 
 def layout_of(key: str, data: bytes) -> dict[str, ArrayInfo]:
@@ -40,9 +44,15 @@ def layout_of(key: str, data: bytes) -> dict[str, ArrayInfo]:
     members = parse_directory(key, data[cd_off : cd_off + cd_size], count, cd_off)
     out: dict[str, ArrayInfo] = {}
     for name, member in members.items():
-        start = data_offset(key, member, data[member.offset :], cd_off)
-        info = parse_npy_header(key, member, data[start : start + member.size], start)
-        assert not isinstance(info, int)  # the whole member is in hand
+        # only the headers, never the rest of the object: slicing `data[member.offset:]` for
+        # each of ~28 members copied ~4 GB of a 290 MB shard (3 of an erasure's 7.5 s)
+        local = data[member.offset : member.offset + LOCAL_HEADER_MAX]
+        start = data_offset(key, member, local, cd_off)
+        head = data[start : start + min(member.size, NPY_HEADER_READ)]
+        info = parse_npy_header(key, member, head, start)
+        if isinstance(info, int):  # a header longer than the first read: read what it needs
+            info = parse_npy_header(key, member, data[start : start + info], start)
+        assert not isinstance(info, int)  # the whole header is in hand
         out[name] = info
     return out
 
