@@ -30,6 +30,7 @@ from memlake.stored_rows import (
     ChunksRow,
     ConceptRow,
     EpisodeRow,
+    ErasureRow,
     LinkRow,
     MessageRow,
     RelationshipRow,
@@ -84,7 +85,7 @@ RELATIONSHIPS = Feature(
 AUDIT = Feature("audit", tables=(_checked(audit.SPEC, AuditRow),))
 ERASURE = Feature(  # deletes request erasure; maintenance removes the rows from every object
     "erasure",
-    tables=(erasures.SPEC,),  # receipts: not exported (derived), never imported
+    tables=(_checked(erasures.SPEC, ErasureRow),),  # derived: not exported, not imported
     on_episode_delete=(erasures.request_episode,),
 )
 IDEMPOTENCY = Feature(  # the keys of add_episode, add_thread, upsert_concept

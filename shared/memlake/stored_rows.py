@@ -255,6 +255,20 @@ class AuditRow(StoredRow):
     details: JsonObjectText | None = None
 
 
+class ErasureRow(StoredRow):
+    """A request or receipt of the `erasures` table (memlake.erasure.requests): derived, so
+    never imported; the model says what a row may hold (ids and counts, never content)."""
+
+    kind: Literal["episode", "thread"]
+    status: Literal["pending", "erased"]
+    requested_at: datetime
+    requested_seq: int = Field(ge=1)
+    reason: Literal["delete", "retention"] | None = None
+    erased_at: datetime | None = None
+    erased_version: int | None = Field(None, ge=0)
+    objects: str | None = Field(None, max_length=1_000_000)
+
+
 def _describe(err: Any) -> str:
     loc = ".".join(str(p) for p in err.get("loc", ()))
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")

@@ -106,4 +106,6 @@ async def session(call: Call) -> list[Record]:
     await do("get_audit_log")
     await do("delete_concept", id=child["concept"]["id"])
     await do("delete_episode", id=ep2)
+    scratch = await do("add_thread", title="Scratch", messages=[{"role": "user", "content": "x"}])
+    await do("delete_thread", id=scratch["id"])
     return out

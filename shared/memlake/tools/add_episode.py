@@ -118,6 +118,7 @@ SPEC = ToolSpec(
     description=(
         "Save a memory (conversation, decision, notes) with when it happened and its"
         " project. To edit it or add title, tags, platform, use upsert_episode."
+        " idempotency_key makes retries safe."
     ),
     input_model=AddEpisodeInput,
     output_model=AddEpisodeOutput,

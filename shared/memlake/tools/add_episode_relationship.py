@@ -79,7 +79,7 @@ SPEC = ToolSpec(
     title="Add episode relationship",
     description=(
         "Link two episodes from -> to. Self-links, duplicates and follows or causes"
-        " links that would close a cycle are refused."
+        " cycles are refused."
     ),
     input_model=AddEpisodeRelationshipInput,
     output_model=AddEpisodeRelationshipOutput,

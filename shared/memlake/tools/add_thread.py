@@ -41,6 +41,7 @@ SPEC = ToolSpec(
     description=(
         "Store a raw conversation for an agent to turn into an episode later"
         " (get_pending_threads). To save a memory at once, use add_episode."
+        " idempotency_key makes retries safe."
     ),
     input_model=AddThreadInput,
     output_model=ThreadView,

@@ -42,7 +42,7 @@ def run(ctx: ToolContext, args: DeleteThreadInput) -> DeleteThreadOutput:
 SPEC = ToolSpec(
     name="delete_thread",
     title="Delete thread",
-    description="Delete a thread and its messages; erased from storage like delete_episode.",
+    description="Delete a thread and its messages; erased from storage as episodes are.",
     input_model=DeleteThreadInput,
     output_model=DeleteThreadOutput,
     annotations=Annotations(read_only=False, destructive=True, idempotent=True),

@@ -77,10 +77,7 @@ def run(ctx: ToolContext, args: FindRelatedEpisodesInput) -> FindRelatedEpisodes
 SPEC = ToolSpec(
     name="find_related_episodes",
     title="Find related episodes",
-    description=(
-        "Episodes reachable from one within max_depth hops, strongest path first"
-        " (product of link strengths)."
-    ),
+    description=("Episodes reachable from one within max_depth hops, strongest path first."),
     input_model=FindRelatedEpisodesInput,
     output_model=FindRelatedEpisodesOutput,
     annotations=READ_ONLY,

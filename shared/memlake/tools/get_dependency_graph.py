@@ -109,7 +109,7 @@ SPEC = ToolSpec(
     title="Get dependency graph",
     description=(
         "Draw the given episodes (else the most connected) and their relationships as"
-        " json, graphviz (DOT) or mermaid."
+        " json, graphviz or mermaid."
     ),
     input_model=GetDependencyGraphInput,
     output_model=GetDependencyGraphOutput,

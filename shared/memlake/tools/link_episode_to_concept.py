@@ -45,10 +45,7 @@ def run(ctx: ToolContext, args: LinkEpisodeToConceptInput) -> LinkEpisodeToConce
 SPEC = ToolSpec(
     name="link_episode_to_concept",
     title="Link episode to concept",
-    description=(
-        "Record that a concept was drawn from an episode; linking again updates"
-        " position and confidence."
-    ),
+    description=("Record that a concept was drawn from an episode; linking again updates it."),
     input_model=LinkEpisodeToConceptInput,
     output_model=LinkEpisodeToConceptOutput,
     annotations=Annotations(read_only=False, destructive=False, idempotent=True),

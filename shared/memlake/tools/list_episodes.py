@@ -81,7 +81,7 @@ SPEC = ToolSpec(
     title="List episodes",
     description=(
         "Browse episodes newest first by when they happened; content cut to 500"
-        " chars. To find episodes about something, use search_episodes."
+        " chars. To search, use search_episodes."
     ),
     input_model=ListEpisodesInput,
     output_model=ListEpisodesOutput,

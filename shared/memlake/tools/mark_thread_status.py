@@ -41,8 +41,8 @@ SPEC = ToolSpec(
     name="mark_thread_status",
     title="Mark thread status",
     description=(
-        "Claim a thread (pending->processing; racing agents: one wins, others get a"
-        " conflict), complete, release (to pending) or reprocess it."
+        "Claim a thread (pending->processing; of racing agents one wins, the others get"
+        " a conflict), complete, release or reprocess it."
     ),
     input_model=MarkThreadStatusInput,
     output_model=MarkThreadStatusOutput,

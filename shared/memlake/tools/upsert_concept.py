@@ -61,7 +61,7 @@ SPEC = ToolSpec(
     title="Upsert concept",
     description=(
         "Create or update a concept: reusable knowledge from episodes. With id: given"
-        " fields replace, omitted ones stay, null clears."
+        " fields replace, omitted ones stay, null clears. idempotency_key makes retries safe."
     ),
     input_model=UpsertConceptInput,
     output_model=UpsertConceptOutput,
