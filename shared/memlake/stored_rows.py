@@ -264,6 +264,7 @@ class ErasureRow(StoredRow):
     requested_at: datetime
     requested_seq: int = Field(ge=1)
     reason: Literal["delete", "retention"] | None = None
+    target_created_at: datetime | None = None
     erased_at: datetime | None = None
     erased_version: int | None = Field(None, ge=0)
     objects: str | None = Field(None, max_length=1_000_000)

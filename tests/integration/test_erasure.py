@@ -411,3 +411,37 @@ def test_an_erasure_killed_midway_loses_nothing_and_the_next_pass_finishes_it(
 
     assert verify_erased(lake, T).clean
     assert victim not in found(ctx, SECRET)
+
+
+def test_history_older_than_the_erased_episode_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cut starts at the first manifest written after the erased episode was: another
+    episode's revisions from before it stay readable (get_episode_history)."""
+    import time as clock
+
+    from memlake.erasure import run
+    from memlake.tools import get_episode_history
+
+    monkeypatch.setattr(run, "CLOCK_MARGIN", __import__("datetime").timedelta(0))
+    lake, ctx, _ = build(tmp_path)
+
+    def upsert(args: dict[str, object]) -> str:
+        out = upsert_episode.run(ctx, upsert_episode.UpsertEpisodeInput.model_validate(args))
+        return out.id
+
+    kept = upsert({"events": "first draft of the plan"})
+    upsert({"id": kept, "events": "second draft of the plan"})
+    clock.sleep(0.05)  # the erased episode is written after both revisions
+    victim = add(ctx, f"the {SECRET} aside")
+    upsert({"id": kept, "events": "third draft of the plan"})  # after it: inside the cut
+    delete(ctx, victim)
+    one_pass(ctx)
+    assert scan(lake.store, T, words=[SECRET], ids=[victim]) == []
+
+    args = get_episode_history.GetEpisodeHistoryInput.model_validate({"id": kept})
+    got = [r.episode.model_dump_json() for r in get_episode_history.run(ctx, args).revisions]
+    assert "third draft" in got[0]  # the newest is always there
+    assert any("second draft" in g for g in got), got  # older than the erased episode: kept
+    (receipt,) = requests.receipts(lake.snapshot(T))
+    assert receipt.history_from > 1  # the cut did not start at the beginning

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memlake.episodes import TABLE as EPISODES
 from memlake.lake.schema import SYSTEM_FIELDS, TS, TableSpec
 from memlake.lake.snapshot import Snapshot
 from memlake.lake.txn import Transaction
@@ -36,6 +37,8 @@ def _schema(_dim: int) -> pa.Schema:
             pa.field("requested_at", TS),
             pa.field("requested_seq", pa.int64()),
             pa.field("reason", pa.string()),  # delete | retention
+            # when the target was first written (the oldest history an erasure must cut)
+            pa.field("target_created_at", TS),
             pa.field("erased_at", TS),
             pa.field("erased_version", pa.int64()),  # the history starts at it
             pa.field("objects", pa.string()),  # JSON: {"rewritten": [...], "removed": [...]}
@@ -56,6 +59,8 @@ class Request:
     requested_seq: int
     requested_at: datetime
     reason: str
+    #: when the target was first written (None: unknown, so all history is cut)
+    target_created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,20 @@ class Receipt:
     rewritten: tuple[str, ...]
     #: objects the pass removed (the rewritten ones' old objects and the history's)
     removed: int
+    #: the manifest versions the pass cut, [first, erased_version)
+    history_from: int = 0
 
 
-def request(txn: Transaction, kind: Kind, target_id: str, reason: str = "delete") -> None:
+def request(
+    txn: Transaction,
+    kind: Kind,
+    target_id: str,
+    created_at: datetime | None,
+    reason: str = "delete",
+) -> None:
     """Stage the erasure of `target_id` in the transaction that deletes it (it commits at the
-    version after its snapshot's, so that is the newest version erased)."""
+    version after its snapshot's, so that is the newest version erased). `created_at`: when
+    the target was first written (history older than that holds nothing of it)."""
     txn.put(
         TABLE,
         {
@@ -83,13 +97,16 @@ def request(txn: Transaction, kind: Kind, target_id: str, reason: str = "delete"
             "requested_at": now(),
             "requested_seq": txn.snapshot.version + 1,
             "reason": reason,
+            "target_created_at": created_at,
         },
     )
 
 
 def request_episode(txn: Transaction, episode_id: str) -> None:
-    """delete_episode's cleanup (memlake.features): the episode's erasure is requested."""
-    request(txn, "episode", episode_id)
+    """delete_episode's cleanup (memlake.features): the episode's erasure is requested, with
+    when it was first written (read from the snapshot: the delete is staged already)."""
+    row = txn.snapshot.table(EPISODES).get(episode_id)
+    request(txn, "episode", episode_id, row.get("created_at") if row else None)
 
 
 def _rows(snap: Snapshot, status: str) -> list[dict[str, Any]]:
@@ -114,7 +131,14 @@ def pending(snap: Snapshot) -> list[Request]:
     if not may_be_pending(snap):
         return []
     return [
-        Request(r["id"], r["kind"], r["requested_seq"], r["requested_at"], r["reason"] or "delete")
+        Request(
+            r["id"],
+            r["kind"],
+            r["requested_seq"],
+            r["requested_at"],
+            r["reason"] or "delete",
+            r.get("target_created_at"),
+        )
         for r in _rows(snap, PENDING)
     ]
 
@@ -133,6 +157,7 @@ def receipts(snap: Snapshot) -> list[Receipt]:
                 r["erased_version"],
                 tuple(objects.get("rewritten", ())),
                 int(objects.get("removed", 0)),
+                int((objects.get("history_cut") or [0])[0]),
             )
         )
     return out
@@ -153,13 +178,18 @@ def mark_erased(
     version: int,
     held_by: dict[str, set[str]],
     removed: int,
+    history_from: int = 0,
 ) -> None:
     """The requests become receipts: erased when the history was cut at `version`; each names
     the objects of the newest manifest that held it (rewritten without it) and how many
     objects the pass removed in all (theirs and the history's)."""
     at = now()
     for req in requests:
-        objects = {"rewritten": sorted(held_by.get(req.id, ())), "removed": removed}
+        objects = {
+            "rewritten": sorted(held_by.get(req.id, ())),
+            "removed": removed,
+            "history_cut": [history_from, version],  # manifests [from, to) are markers
+        }
         txn.put(
             TABLE,
             {
@@ -169,6 +199,7 @@ def mark_erased(
                 "requested_at": req.requested_at,
                 "requested_seq": req.requested_seq,
                 "reason": req.reason,
+                "target_created_at": req.target_created_at,
                 "erased_at": at,
                 "erased_version": version,
                 "objects": json.dumps(objects, separators=(",", ":")),

@@ -88,12 +88,14 @@ def expire(
 
         def change(txn: Transaction, batch: list[str] = batch) -> None:
             for episode_id in batch:
-                if not txn.exists(TABLE, episode_id):
+                row = txn.get(TABLE, episode_id)
+                if row is None:
                     continue
                 txn.delete(TABLE, episode_id)
                 for cleanup in cleanups:
                     cleanup(txn, episode_id)
-                requests.request(txn, "episode", episode_id, reason="retention")
+                created = row.get("created_at")
+                requests.request(txn, "episode", episode_id, created, reason="retention")
 
         lake.commit(tenant, change)
     return len(ids)

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from memlake.erasure import requests, rewrite
 from memlake.erasure.holds import held
@@ -31,6 +32,9 @@ from memlake.lake.gc import cut_history
 log = logging.getLogger("memlake.erasure")
 #: plans made again when a compaction or merge replaced an object between plan and swap
 PLAN_ATTEMPTS = 3
+#: how far the store's clock (objects' times) may be behind the server's (rows' created_at):
+#: history this much older than the oldest target is cut too
+CLOCK_MARGIN = timedelta(hours=1)
 
 
 @dataclass
@@ -50,6 +54,15 @@ def targets_of(pending: list[requests.Request]) -> Targets:
         kind = out.episodes if req.kind == "episode" else out.threads
         kind[req.id] = max(kind.get(req.id, 0), req.requested_seq)
     return out
+
+
+def history_start(pending: list[requests.Request]) -> datetime | None:
+    """When the oldest target was first written, less CLOCK_MARGIN (the store's clock stamps
+    the objects, the server's the rows); None when one does not say: all history is cut."""
+    times = [min(r.target_created_at, r.requested_at) for r in pending if r.target_created_at]
+    if len(times) < len(pending):
+        return None
+    return min(times) - CLOCK_MARGIN
 
 
 def erase_pending(
@@ -81,12 +94,11 @@ def erase_pending(
         log.warning("tenant %s: erasure lost its swap %d times", tenant, PLAN_ATTEMPTS)
         return report
     latest = lake.snapshot(tenant)
-    since = max((r.erased_version for r in requests.receipts(latest)), default=0)
     cut = cut_history(
         lake,
         tenant,
         latest.version,
-        since=since,
+        after=history_start(pending),
         holds=lambda key: bool(held(lake.store, key, targets)),
     )
     removed = cut.removed + cut.removed_orphans
@@ -100,7 +112,9 @@ def erase_pending(
 
     def receipts(txn: Transaction) -> None:
         still = [r for r in pending if requests.still_pending(txn, r)]  # not asked again since
-        requests.mark_erased(txn, still, latest.version, held_by, len(removed))
+        requests.mark_erased(
+            txn, still, latest.version, held_by, len(removed), history_from=cut.first_cut
+        )
 
     lake.commit(tenant, receipts)
     report.erased = len(pending)

@@ -3,10 +3,10 @@
 Every object is read and decoded (memlake.erasure.holds): a segment must hold no row of an
 erased episode or thread (by id and commit version: tombstones, receipts and the audit's ids
 are kept by design), a shard no doc of an erased episode (so neither its terms nor its
-vectors: a shard is built from its docs only). The history must be cut: no manifest under a
-receipt's version names anything (each is a marker), and none of the objects a receipt lists
-as rewritten is still stored. Requests not erased yet are listed: the next maintenance pass
-finishes them (`memlake maintain`).
+vectors: a shard is built from its docs only). The history must be cut: every manifest in the
+range a receipt names (from the first written after its target, up to the pass's version) is a
+marker, and none of the objects a receipt lists as rewritten is still stored. Requests not
+erased yet are listed: the next maintenance pass finishes them (`memlake maintain`).
 """
 
 from __future__ import annotations
@@ -54,14 +54,15 @@ def verify_erased(lake: Lake, tenant: str) -> ErasedReport:
     for r in receipts:  # each erased up to its delete's version
         seq = _requested_seq(snap, r.id)
         (targets.threads if r.kind == "thread" else targets.episodes)[r.id] = seq
-    cut_below = max(r.erased_version for r in receipts)
+    cut_ranges = [(r.history_from, r.erased_version) for r in receipts]
     rewritten = {key for r in receipts for key in r.rewritten}
     for obj in lake.store.list(keys.tenant_prefix(tenant)):
         report.objects_checked += 1
         version = keys.version_of_manifest_key(obj.key) if "/manifest/" in obj.key else None
         if version is not None:
-            if version < cut_below and lake.store.get(obj.key) != CUT_MARKER:
-                report.found.append(f"{obj.key}: a manifest under the cut at {cut_below}")
+            cut = next(((a, b) for a, b in cut_ranges if a <= version < b), None)
+            if cut is not None and lake.store.get(obj.key) != CUT_MARKER:
+                report.found.append(f"{obj.key}: a manifest the cut of [{cut[0]}, {cut[1]}) kept")
             continue
         if obj.key in rewritten:
             report.found.append(f"{obj.key}: an object an erasure replaced is still stored")

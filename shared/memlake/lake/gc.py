@@ -44,15 +44,16 @@ class GcReport:
     failed_deletes: int = 0
 
 
-def _load(lake: Lake, tenant: str, version: int) -> Manifest:
+def _load(lake: Lake, tenant: str, version: int) -> Manifest | None:
     """A retained manifest, its read tried again after a transient failure: a pass reads every
     manifest committed since the last (hundreds at ~15 commits a second), and with the soak's
-    1% of requests failing, one try each left 96% of passes unfinished."""
+    1% of requests failing, one try each left 96% of passes unfinished. None: an erasure cut
+    it (a marker that names nothing)."""
     for attempt in range(LOAD_ATTEMPTS):
         try:
             return lake.load_manifest(tenant, version)
         except ManifestCut:  # an erasure cut it: it names nothing
-            return Manifest.empty(tenant)
+            return None
         except StorageError as e:
             if not (e.retryable and e.transient) or attempt == LOAD_ATTEMPTS - 1:
                 raise
@@ -139,6 +140,8 @@ class CutReport:
     #: objects no manifest names that `holds` found holding erased rows, deleted at once
     removed_orphans: list[str] = field(default_factory=list)
     failed_deletes: int = 0
+    #: the oldest version cut (history under it was kept)
+    first_cut: int = 0
 
     @property
     def complete(self) -> bool:
@@ -150,16 +153,18 @@ def cut_history(
     tenant: str,
     below: int,
     *,
-    since: int = 0,
+    after: datetime | None = None,
     holds: Callable[[str], bool] | None = None,
 ) -> CutReport:
-    """An erasure's GC (memlake.erasure): every manifest under version `below` is overwritten
-    with a marker that names nothing (ManifestCut), and every object only those manifests
-    named is deleted now, without the grace period (versions under `since` are markers of an
-    earlier cut already): the history window no longer brings back
-    what an erasure removed. An object no manifest ever named (a lost race's, or a merge or
-    compaction still in flight) keeps its grace, unless `holds(key)` says it holds erased rows
-    (a write that lost its race can hold the erased episode, and can never be committed).
+    """An erasure's GC (memlake.erasure, decision 4801): the history from the first manifest
+    stored at or after `after` (when the oldest erased target was first written; None: all of
+    it) up to version `below` is cut: each of those manifests is overwritten with a marker
+    that names nothing (ManifestCut), and every object they alone named that was stored since
+    `after` (or that `holds(key)` says holds erased rows) is deleted now, without the grace
+    period. History older than `after` holds nothing of the targets and stays for GC's
+    window. An object no manifest ever named (a lost race's, or a merge or compaction still in
+    flight) keeps its grace unless `holds(key)` (a write that lost its race can hold an erased
+    episode, and can never be committed).
 
     The order survives a crash anywhere: objects go first, then the manifests that named them,
     so a pass that stopped is finished by the next. A writer holding a snapshot older than
@@ -167,24 +172,29 @@ def cut_history(
     a reader of one gets a retryable error (memlake.tools.base)."""
     report = CutReport()
     prefix = keys.tenant_prefix(tenant)
-    versions, data_objects = [], []
+    stored: dict[int, datetime] = {}
+    data_objects: dict[str, datetime] = {}
     for obj in lake.store.list(prefix):
         version = keys.version_of_manifest_key(obj.key) if "/manifest/" in obj.key else None
         if version is not None:
-            versions.append(version)
+            stored[version] = obj.last_modified
         elif not obj.key.endswith((keys.HINT_NAME, keys.HEAD_NAME)):
-            data_objects.append(obj.key)
+            data_objects[obj.key] = obj.last_modified
     refs = lake._state(tenant).references
     with refs.lock:
-        refs.fold([v for v in versions if v <= below], lambda v: _load(lake, tenant, v))
+        refs.fold([v for v in stored if v <= below], lambda v: _load(lake, tenant, v))
+        # the first version written since `after` (a marker's time is when it was cut: skip)
+        since = [v for v, at in stored.items() if v < below and v not in refs.cut]
+        first = min((v for v in since if after is None or stored[v] >= after), default=below)
         gone: list[tuple[str, bool]] = []  # (key, committed once)
-        for key in data_objects:
+        for key, modified in data_objects.items():
             newest = refs.newest.get(key)
             if newest is not None and newest >= below:
                 continue
-            if newest is None and (holds is None or not holds(key)):
-                continue  # never committed: GC's grace decides
-            gone.append((key, newest is not None))
+            if newest is not None and newest >= first and (after is None or modified >= after):
+                gone.append((key, True))  # stored since the target was, named only by the cut
+            elif holds is not None and (newest is None or newest >= first) and holds(key):
+                gone.append((key, newest is not None))  # it says so itself
         # side by side: on S3 each is a round trip (decision 4801)
         done = list(STORE_IO.get().map(lambda g: _deleted(lake.store, g[0], GcReport()), gone))
         report.failed_deletes += done.count(False)
@@ -192,19 +202,22 @@ def cut_history(
             if ok:
                 (report.removed if committed else report.removed_orphans).append(key)
         refs.forget(report.removed + report.removed_orphans)
-    if not report.complete:
-        return report  # the manifests stay until every object they named is gone
+        if not report.complete:
+            return report  # the manifests stay until every object they named is gone
 
-    def cut(version: int) -> bool:
-        try:
-            cut_marker(lake.store, tenant, version)
-        except StorageError as e:
-            if not (e.retryable and e.transient):
-                raise
-            return False
-        return True
+        def cut(version: int) -> bool:
+            try:
+                cut_marker(lake.store, tenant, version)
+            except StorageError as e:
+                if not (e.retryable and e.transient):
+                    raise
+                return False
+            return True
 
-    cuts = list(STORE_IO.get().map(cut, [v for v in versions if since <= v < below]))
+        todo = [v for v in sorted(stored) if first <= v < below and v not in refs.cut]
+        cuts = list(STORE_IO.get().map(cut, todo))
+        refs.cut.update(v for v, ok in zip(todo, cuts, strict=True) if ok)
     report.cut_manifests = sum(cuts)
+    report.first_cut = first
     report.failed_deletes += len(cuts) - sum(cuts)
     return report

@@ -33,16 +33,22 @@ class References:
     #: object key -> the newest folded version that names it
     newest: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: versions an erasure cut (markers that name nothing: memlake.lake.gc.cut_history)
+    cut: set[int] = field(default_factory=set)
 
-    def fold(self, versions: Iterable[int], load: Callable[[int], Manifest]) -> None:
+    def fold(self, versions: Iterable[int], load: Callable[[int], Manifest | None]) -> None:
         """Fold in the versions above `upto` (in order). A manifest that cannot be read raises
-        (GC then refuses, as before: it cannot know what that one names)."""
+        (GC then refuses, as before: it cannot know what that one names); `load` returns None
+        for a version an erasure cut."""
         todo = sorted(v for v in versions if v > self.upto)
         for at in range(0, len(todo), FOLD_BATCH):  # read side by side, folded in order
             batch = todo[at : at + FOLD_BATCH]
             for version, manifest in zip(batch, STORE_IO.get().map(load, batch), strict=True):
-                for key in manifest.all_keys():
-                    self.newest[key] = version
+                if manifest is None:
+                    self.cut.add(version)
+                else:
+                    for key in manifest.all_keys():
+                        self.newest[key] = version
                 self.upto = version
 
     def named_since(self, key: str, floor: int) -> bool:

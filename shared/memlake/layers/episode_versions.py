@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memlake.episodes import TABLE, not_found, to_columns
-from memlake.errors import Conflict, InvalidArgument, NotFound
+from memlake.errors import Conflict, CorruptObject, InvalidArgument, NotFound
 from memlake.lake import Lake
 from memlake.lake.txn import Transaction
 from memlake.layers import links, threads
@@ -148,8 +148,12 @@ def history(
         if version is not None and len(out) < limit:
             try:
                 row = _at_version(lake, tenant, episode_id, version)
-            except NotFound:
+            except NotFound:  # collected, or cut by an erasure (decision 4801)
                 return out, None, True
+            except CorruptObject as e:
+                if not e.missing:
+                    raise
+                return out, None, True  # its segment went with an erasure's cut
             if row is None:
                 return out, None, True
     return out, version, False

@@ -33,7 +33,7 @@ def run(ctx: ToolContext, args: DeleteThreadInput) -> DeleteThreadOutput:
         txn.delete(THREADS, args.id)
         for seq in range(count):
             txn.delete(MESSAGES, message_id(args.id, seq))
-        erasures.request(txn, "thread", args.id)
+        erasures.request(txn, "thread", args.id, thread.get("created_at"))
         return DeleteThreadOutput(id=args.id, deleted=1, messages=count)
 
     return ctx.lake.commit(ctx.tenant, change)

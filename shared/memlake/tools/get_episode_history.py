@@ -29,7 +29,7 @@ class GetEpisodeHistoryOutput(Output):
     count: int
     next_version: int | None = Field(None, description="Pass as from_version for older revisions")
     older_collected: bool = Field(
-        description="True when older revisions fell out of the history window (7 days)"
+        description="True when older revisions are gone (the 7-day window, or an erasure)"
     )
 
 
