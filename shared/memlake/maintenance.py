@@ -102,6 +102,7 @@ class TenantReport:
     compaction: CompactionReport | None = None
     gc: GcReport | None = None
     erasure: ErasureReport | None = None
+    erasure_failed: bool = False
     expired: int = 0  # episodes past the retention limit, deleted (and erased) in this pass
 
 
@@ -197,8 +198,16 @@ def maintain_tenant(
     retention = Retention(cfg.retention_days, cfg.retention_context_days)
     if retention and policy.gc_grace_seconds is not None:  # the passes that collect garbage
         out.expired = expire(lake, tenant, retention, services.on_episode_delete)
-    # before compaction and GC: deleted episodes leave every object in this pass (issue 48)
-    out.erasure = erase_pending(lake, tenant, forget=services.search.forget_objects)
+    # before compaction and GC: deleted episodes leave every object in this pass (issue 48);
+    # a failure (a store fault) leaves the requests pending for the next pass, and never stops
+    # compaction and GC
+    try:
+        out.erasure = erase_pending(lake, tenant, forget=services.search.forget_objects)
+    except CorruptObject:
+        raise  # logged once per object by run_maintenance
+    except Exception:
+        log.exception("erasing deleted episodes failed for tenant %s", tenant)
+        out.erasure_failed = True
     if policy.compact_at == 1 or (
         policy.compact_at > 1
         and any(len(s) >= policy.compact_at for s in lake.snapshot(tenant).manifest.tables.values())
@@ -246,7 +255,7 @@ def run_maintenance(
             report.failed.append(tenant)
             continue
         report.add(one)
-        if one.embed_failed or one.merge_failed:
+        if one.embed_failed or one.merge_failed or one.erasure_failed:
             report.failed.append(tenant)
         if budget is not None and one.embedded is not None:
             budget -= one.embedded.passages

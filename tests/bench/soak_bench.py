@@ -138,6 +138,8 @@ def _call(ctx: Any, ledger: Ledger, name: str, **arguments: Any) -> Any:
         ledger.times[name].append(ms)
         if outcome.is_error:
             ledger.errors[name] += 1
+            code = outcome.error.code if outcome.error is not None else "?"
+            ledger.errors[f"{name}:{code}"] += 1  # which error: faults, races, erasures
     return outcome
 
 

@@ -445,3 +445,29 @@ def test_history_older_than_the_erased_episode_is_kept(
     assert any("second draft" in g for g in got), got  # older than the erased episode: kept
     (receipt,) = requests.receipts(lake.snapshot(T))
     assert receipt.history_from > 1  # the cut did not start at the beginning
+
+
+def test_a_failed_erasure_is_reported_and_does_not_stop_compaction_or_gc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlake import maintenance
+    from memlake.errors import StorageError
+
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"the {SECRET} note")
+    for i in range(4):
+        add(ctx, f"filler {i}")
+    delete(ctx, victim)
+
+    def failing(*a: object, **k: object) -> None:
+        raise StorageError("S3 put failed (injected)")
+
+    monkeypatch.setattr(maintenance, "erase_pending", failing)
+    policy = maintenance.maintenance_policy(ctx.settings, "operator")
+    report = maintenance.run_maintenance(ctx.services, policy, tenants=[T])
+    assert report.failed == [T] and report.compacted_tables > 0 and report.erased == 0
+    monkeypatch.undo()
+    assert requests.pending(lake.snapshot(T))  # left for the next pass, which erases it
+    report = maintenance.run_maintenance(ctx.services, policy, tenants=[T])
+    assert report.erased == 1 and not report.failed
+    assert scan(lake.store, T, words=[SECRET], ids=[victim]) == []
