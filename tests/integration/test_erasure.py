@@ -471,3 +471,34 @@ def test_a_failed_erasure_is_reported_and_does_not_stop_compaction_or_gc(
     report = maintenance.run_maintenance(ctx.services, policy, tenants=[T])
     assert report.erased == 1 and not report.failed
     assert scan(lake.store, T, words=[SECRET], ids=[victim]) == []
+
+
+def test_an_orphan_holding_the_episode_goes_and_a_failed_look_at_one_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object no manifest names (a write that lost its race) holding the erased episode is
+    deleted by the pass; a transient failure reading it leaves the erasure pending (no receipt
+    while it may still be there), and the next pass finishes."""
+    from memlake.erasure import run
+    from memlake.errors import StorageError
+    from memlake.lake.schema import rows_to_table
+    from memlake.lake.segments import write_segment
+
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"the {SECRET} note")
+    add(ctx, "another")
+    row = {"id": victim, "content": f"the {SECRET} note", "created_at": None, "_seq": 2}
+    orphan = write_segment(
+        lake.store, T, "episodes", rows_to_table([row], lake.schema("episodes")), ()
+    )
+    delete(ctx, victim)
+    real = run.held
+    monkeypatch.setattr(run, "held", lambda *a: (_ for _ in ()).throw(StorageError("reset")))
+    one_pass(ctx)
+    snap = lake.snapshot(T)
+    assert [r.id for r in requests.pending(snap)] == [victim] and not requests.receipts(snap)
+    monkeypatch.setattr(run, "held", real)
+    one_pass(ctx)
+    assert not lake.store.exists(orphan.key)
+    assert scan(lake.store, T, words=[SECRET], ids=[victim]) == []
+    assert [r.id for r in requests.receipts(lake.snapshot(T))] == [victim]

@@ -193,8 +193,14 @@ def cut_history(
                 continue
             if newest is not None and newest >= first and (after is None or modified >= after):
                 gone.append((key, True))  # stored since the target was, named only by the cut
-            elif holds is not None and (newest is None or newest >= first) and holds(key):
-                gone.append((key, newest is not None))  # it says so itself
+            elif holds is not None and (newest is None or newest >= first):
+                try:
+                    if holds(key):  # it says so itself
+                        gone.append((key, newest is not None))
+                except StorageError as e:
+                    if not (e.retryable and e.transient):
+                        raise
+                    report.failed_deletes += 1  # unknown: the next pass looks again
         # side by side: on S3 each is a round trip (decision 4801)
         done = list(STORE_IO.get().map(lambda g: _deleted(lake.store, g[0], GcReport()), gone))
         report.failed_deletes += done.count(False)
