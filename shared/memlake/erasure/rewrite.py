@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
+from memlake.erasure.retry import retried
 from memlake.erasure.rules import RULES, Rule, Targets, matches, row_seqs, without
 from memlake.errors import Unavailable
 from memlake.lake import Lake, Snapshot
@@ -89,7 +90,10 @@ def _segment_rewrites(
             held = data.take(pa.array(rows, pa.int64()))
             return seg, new, held, rows
 
-        for found in STORE_IO.get().map(one, candidates):
+        def tried(pos: int, one=one):  # type: ignore[no-untyped-def]
+            return retried(lambda: one(pos))
+
+        for found in STORE_IO.get().map(tried, candidates):
             if found is None:
                 continue
             seg, new, held, rows = found
@@ -133,7 +137,11 @@ def _shard_rebuilds(
             # a maintained shard (thousands of episodes) keeps its IVF lists: retraining them
             # was most of an erasure's time (decision 4801)
             big = layout.maintained(info)
-            new = None if info_all.live <= 0 else writer.rebuild(info_all, [], reuse_lists=big)
+            new = (
+                None
+                if info_all.live <= 0
+                else retried(lambda: writer.rebuild(info_all, [], reuse_lists=big))  # noqa: B023
+            )
             plan.shards.append((info, new))
             for episode_id in hit[pos]:
                 plan.held_by.setdefault(episode_id, set()).add(info.key)

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 from memlake.erasure import requests, rewrite
 from memlake.erasure.holds import held
+from memlake.erasure.retry import retried
 from memlake.erasure.rules import Targets
 from memlake.lake import Lake, Transaction
 from memlake.lake.gc import cut_history
@@ -72,7 +73,7 @@ def erase_pending(
     of the objects removed (the searcher's caches)."""
     report = ErasureReport()
     snap = lake.snapshot(tenant)
-    pending = requests.pending(snap)
+    pending = retried(lambda: requests.pending(snap))
     if not pending:
         return report
     t0 = time.monotonic()
@@ -82,7 +83,7 @@ def erase_pending(
         plan = rewrite.plan(lake, snap, targets)
         if not plan:
             break
-        if rewrite.swap(lake, tenant, plan) is not None:
+        if retried(lambda: rewrite.swap(lake, tenant, plan)) is not None:  # noqa: B023
             report.rows += plan.rows_erased
             report.rewritten += len(plan.replaced())
             for target, keys in plan.held_by.items():
@@ -94,12 +95,14 @@ def erase_pending(
         log.warning("tenant %s: erasure lost its swap %d times", tenant, PLAN_ATTEMPTS)
         return report
     latest = lake.snapshot(tenant)
-    cut = cut_history(
-        lake,
-        tenant,
-        latest.version,
-        after=history_start(pending),
-        holds=lambda key: bool(held(lake.store, key, targets)),
+    cut = retried(
+        lambda: cut_history(
+            lake,
+            tenant,
+            latest.version,
+            after=history_start(pending),
+            holds=lambda key: bool(retried(lambda: held(lake.store, key, targets))),
+        )
     )
     removed = cut.removed + cut.removed_orphans
     report.removed, report.manifests_cut = len(removed), cut.cut_manifests

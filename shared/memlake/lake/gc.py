@@ -201,8 +201,12 @@ def cut_history(
                     if not (e.retryable and e.transient):
                         raise
                     report.failed_deletes += 1  # unknown: the next pass looks again
+
         # side by side: on S3 each is a round trip (decision 4801)
-        done = list(STORE_IO.get().map(lambda g: _deleted(lake.store, g[0], GcReport()), gone))
+        def delete(item: tuple[str, bool]) -> bool:  # a delete is idempotent: tried 3 times
+            return any(_deleted(lake.store, item[0], GcReport()) for _ in range(3))
+
+        done = list(STORE_IO.get().map(delete, gone))
         report.failed_deletes += done.count(False)
         for (key, committed), ok in zip(gone, done, strict=True):
             if ok:
@@ -212,13 +216,15 @@ def cut_history(
             return report  # the manifests stay until every object they named is gone
 
         def cut(version: int) -> bool:
-            try:
-                cut_marker(lake.store, tenant, version)
-            except StorageError as e:
-                if not (e.retryable and e.transient):
-                    raise
-                return False
-            return True
+            for _ in range(3):  # a put of the same bytes: safe to repeat
+                try:
+                    cut_marker(lake.store, tenant, version)
+                except StorageError as e:
+                    if not (e.retryable and e.transient):
+                        raise
+                    continue
+                return True
+            return False
 
         todo = [v for v in sorted(stored) if first <= v < below and v not in refs.cut]
         cuts = list(STORE_IO.get().map(cut, todo))
