@@ -29,6 +29,7 @@ from memlake.errors import CorruptObject, MemlakeError
 from memlake.ids import TENANT_PATTERN
 from memlake.lake.compaction import CompactionReport, compact
 from memlake.lake.gc import GRACE_SECONDS, HISTORY_SECONDS, GcReport, collect_garbage
+from memlake.lake.retry import retried
 from memlake.search.backfill import BackfillReport, embed_pending
 from memlake.search.index.layout import MAX_TIER
 from memlake.search.merge_policy import MergeRules
@@ -212,13 +213,11 @@ def maintain_tenant(
         policy.compact_at > 1
         and any(len(s) >= policy.compact_at for s in lake.snapshot(tenant).manifest.tables.values())
     ):
-        out.compaction = compact(lake, tenant, min_segments=policy.merge_run)
+        out.compaction = retried(lambda: compact(lake, tenant, min_segments=policy.merge_run))
     if policy.gc_grace_seconds is not None:
-        out.gc = collect_garbage(
-            lake,
-            tenant,
-            grace_seconds=policy.gc_grace_seconds,
-            history_seconds=policy.gc_history_seconds,
+        grace, history = policy.gc_grace_seconds, policy.gc_history_seconds
+        out.gc = retried(
+            lambda: collect_garbage(lake, tenant, grace_seconds=grace, history_seconds=history)
         )
     return out
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
-from memlake.erasure.retry import retried
 from memlake.erasure.rules import RULES, Rule, Targets, matches, row_seqs, without
 from memlake.errors import Unavailable
 from memlake.lake import Lake, Snapshot
 from memlake.lake.manifest import ERASURE_EPOCH, Manifest, SegmentRef
+from memlake.lake.retry import retried
 from memlake.lake.segments import write_segment
 from memlake.pools import STORE_IO
 from memlake.search.index import layout

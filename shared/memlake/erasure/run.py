@@ -25,10 +25,10 @@ from datetime import datetime, timedelta
 
 from memlake.erasure import requests, rewrite
 from memlake.erasure.holds import held
-from memlake.erasure.retry import retried
 from memlake.erasure.rules import Targets
 from memlake.lake import Lake, Transaction
 from memlake.lake.gc import cut_history
+from memlake.lake.retry import retried
 
 log = logging.getLogger("memlake.erasure")
 #: plans made again when a compaction or merge replaced an object between plan and swap

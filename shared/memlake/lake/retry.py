@@ -1,10 +1,12 @@
-"""Store faults inside an erasure pass: each step tried again after a transient failure.
+"""Store faults inside maintenance: a step tried again after a transient failure.
 
-A pass makes hundreds of requests (every segment and shard it rewrites, the history's
-listing and deletes); in the soak, with 1% of requests failing, 15 of ~40 passes failed on
-one of them and started over next time with more to do. Each step is safe to repeat: a read
-reads again, a rewrite writes a new object under a new key (the one whose answer was lost is
-an orphan GC collects), a swap whose manifest landed finds nothing left to swap.
+An erasure pass makes hundreds of requests (every segment and shard it rewrites, the
+history's listing and deletes); in the soak, with 1% of requests failing, 15 of ~40 passes
+failed on one of them and started over next time with more to do, and compaction and GC
+failed whole passes the same way. Each step is safe to repeat: a read reads again, a rewrite
+writes a new object under a new key (the one whose answer was lost is an orphan GC
+collects), a swap or compaction whose manifest landed finds nothing left to do, GC deletes
+what is still there.
 """
 
 from __future__ import annotations
