@@ -46,6 +46,10 @@ def _latency(text: str) -> str:
     return text
 
 
+MAX_RETENTION_DAYS = 100_000
+MAX_RETENTION_CONTEXTS = 1_000
+
+
 def _retention(text: str) -> tuple[tuple[str, int], ...]:
     """MEMLAKE_RETENTION_CONTEXT_DAYS: a JSON object, context -> days (>= 1)."""
     if not text:
@@ -54,13 +58,22 @@ def _retention(text: str) -> tuple[tuple[str, int], ...]:
         doc = json.loads(text)
     except ValueError:
         doc = None
-    if not isinstance(doc, dict) or not all(
-        isinstance(k, str) and k and isinstance(v, int) and not isinstance(v, bool) and v >= 1
-        for k, v in doc.items()
+    if (
+        not isinstance(doc, dict)
+        or len(doc) > MAX_RETENTION_CONTEXTS
+        or not all(
+            isinstance(k, str)
+            and 1 <= len(k) <= 128
+            and isinstance(v, int)
+            and not isinstance(v, bool)
+            and 1 <= v <= MAX_RETENTION_DAYS
+            for k, v in doc.items()
+        )
     ):
         raise ConfigurationError(
-            "MEMLAKE_RETENTION_CONTEXT_DAYS must be a JSON object of context -> days (a whole"
-            ' number, at least 1), like {"scratch": 7}'
+            "MEMLAKE_RETENTION_CONTEXT_DAYS must be a JSON object of at most"
+            f" {MAX_RETENTION_CONTEXTS} contexts (1-128 characters) -> days (a whole number,"
+            f' 1 to {MAX_RETENTION_DAYS}), like {{"scratch": 7}}'
         )
     return tuple(sorted(doc.items()))
 
@@ -237,7 +250,7 @@ class Settings:
             **models_from_env(_text, _int),
             rerank_candidates=_int("MEMLAKE_RERANK_CANDIDATES", 20, low=1, high=RERANK_MAX),
             idempotency_ttl_seconds=_int("MEMLAKE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600, low=1),
-            retention_days=_int("MEMLAKE_RETENTION_DAYS", 0, low=0, high=100_000),
+            retention_days=_int("MEMLAKE_RETENTION_DAYS", 0, low=0, high=MAX_RETENTION_DAYS),
             retention_context_days=_retention(_text("MEMLAKE_RETENTION_CONTEXT_DAYS")),
             embed_sync_passages=_int("MEMLAKE_EMBED_SYNC_PASSAGES", 64, low=0),
             embed_batch_passages=_int("MEMLAKE_EMBED_BATCH_PASSAGES", 256, low=1),

@@ -312,8 +312,13 @@ def test_retention_settings_are_checked() -> None:
 
     env = dict(os.environ)
     try:
-        os.environ["MEMLAKE_RETENTION_CONTEXT_DAYS"] = '{"scratch": 0}'
-        with pytest.raises(ConfigurationError, match="JSON object of context"):
+        for bad in ('{"scratch": 0}', '{"scratch": 100001}', '{"": 7}', "[7]", "7", '{"a": true}'):
+            os.environ["MEMLAKE_RETENTION_CONTEXT_DAYS"] = bad
+            with pytest.raises(ConfigurationError, match="JSON object of at most"):
+                Settings.from_env()
+        os.environ["MEMLAKE_RETENTION_CONTEXT_DAYS"] = ""
+        os.environ["MEMLAKE_RETENTION_DAYS"] = "-1"
+        with pytest.raises(ConfigurationError, match="MEMLAKE_RETENTION_DAYS"):
             Settings.from_env()
         os.environ["MEMLAKE_RETENTION_CONTEXT_DAYS"] = '{"scratch": 7, "work": 90}'
         os.environ["MEMLAKE_RETENTION_DAYS"] = "365"
@@ -536,3 +541,57 @@ def test_one_pass_erases_through_a_store_fault(
     assert report.erased == 1, report
     assert scan(lake.store, T, words=[SECRET], ids=[victim]) == []
     assert set(ids) <= set(lake.snapshot(T).table("episodes").ids())
+
+
+def test_cli_check_erased_exits_1_until_the_pass_and_0_after(tmp_path: Path) -> None:
+    """`memlake check --erased` as an operator runs it: a delete not erased yet is exit 1 and
+    named; after a maintenance pass, exit 0; a bad tenant name is a clear error, not a path."""
+    import json
+
+    lake, ctx, _ = build(tmp_path)
+    victim = add(ctx, f"the {SECRET} note")
+    add(ctx, "another")
+    delete(ctx, victim)
+
+    def memlake(*args: str) -> subprocess.CompletedProcess[str]:
+        root = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        return subprocess.run(
+            [sys.executable, "-m", "memlake", *args, "--data", str(tmp_path)],
+            capture_output=True, text=True, env=env, timeout=120, cwd=root,
+        )  # fmt: skip
+
+    before = memlake("check", "--erased", "--tenant", T, "--json")
+    assert before.returncode == 1, before.stderr
+    doc = json.loads(before.stdout)
+    assert doc["pending"] == [victim] and not doc["clean"]
+    text = memlake("check", "--erased", "--tenant", T)
+    assert "not erased yet" in text.stdout and "memlake maintain" in text.stdout
+    one_pass(ctx)  # the server's pass (its lake's vectors are the test embedder's 64 dims)
+    after = memlake("check", "--erased", "--tenant", T, "--json")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert json.loads(after.stdout)["erased"] == 1
+    hostile = memlake("check", "--erased", "--tenant", "../other")
+    assert hostile.returncode not in (0, 1) and "Traceback" not in hostile.stderr
+    assert "tenant" in (hostile.stderr + hostile.stdout).lower()
+
+
+def test_another_process_drops_its_cached_copies_on_its_next_search(
+    tmp_path: Path, small_tail: None
+) -> None:
+    """A second server on the same lake (a Lambda container with /tmp shards) searched before
+    the erasure; on its next search it lets go of the old shards, memory and disk."""
+    lake, ctx, _ = build(tmp_path / "lake")
+    cache_b = tmp_path / "cache-b"
+    _, ctx_b, _ = build(
+        tmp_path / "lake", LocalStore(tmp_path / "lake"), shard_cache_dir=str(cache_b)
+    )
+    ids = [add(ctx, f"note {i} on {SECRET if i == 3 else 'plants'}") for i in range(9)]
+    assert ids[3] in found(ctx_b, SECRET)  # B caches the shards, on disk too
+    assert any(SECRET.encode() in p.read_bytes() for p in cache_b.rglob("*") if p.is_file())
+    delete(ctx, ids[3])
+    one_pass(ctx)  # A's pass: B is not told
+    assert ids[3] not in found(ctx_b, SECRET)
+    left = [p for p in cache_b.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert left == []
+    assert ids[5] in found(ctx_b, "plants")  # B still answers from the objects that stay

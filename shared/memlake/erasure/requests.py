@@ -76,6 +76,8 @@ class Receipt:
     removed: int
     #: the manifest versions the pass cut, [first, erased_version)
     history_from: int = 0
+    #: the delete's version: versions of the target up to it were erased
+    requested_seq: int = 0
 
 
 def request(
@@ -158,6 +160,7 @@ def receipts(snap: Snapshot) -> list[Receipt]:
                 tuple(objects.get("rewritten", ())),
                 int(objects.get("removed", 0)),
                 int((objects.get("history_cut") or [0])[0]),
+                int(r["requested_seq"] or 0),
             )
         )
     return out

@@ -18,6 +18,7 @@ on the newer snapshot. Shards' dead lists that grew meanwhile carry over, as a m
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pyarrow as pa
 
@@ -55,10 +56,42 @@ class Plan:
         return bool(self.segments or self.shards)
 
 
-def _may_hold(seg: SegmentRef, rule: Rule, ids: dict[str, int]) -> bool:
+def _may_hold(seg: SegmentRef, rule: Rule, ids: set[str]) -> bool:
     if len(rule.columns) != 1 or rule.columns[0][0] != "id" or not seg.min_id:
         return True  # pointed at from other columns: read it
     return any(seg.min_id <= i <= seg.max_id for i in ids)
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    """One table's segments rewritten without the targets (each step tried again after a
+    transient store failure: memlake.lake.retry)."""
+
+    lake: Lake
+    snap: Snapshot
+    table: str
+    rule: Rule
+    targets: Targets
+
+    def __call__(self, pos: int) -> tuple[SegmentRef, SegmentRef | None, pa.Table, int] | None:
+        return retried(lambda: self._one(pos))
+
+    def _one(self, pos: int) -> tuple[SegmentRef, SegmentRef | None, pa.Table, int] | None:
+        """(the segment, its rewrite or None when nothing is left, the rows erased, how many);
+        None when it holds no target."""
+        view = self.snap.table(self.table)
+        seg = view.segments[pos]
+        data = view.segment_table(pos)
+        rows = matches(data, seg.seq, self.rule, self.targets)
+        if not rows:
+            return None
+        kept = without(data, seg.seq, self.rule, rows)
+        new = None
+        if kept.num_rows:
+            stats = self.lake.spec(self.table).stat_columns
+            ref = write_segment(self.lake.store, self.snap.tenant, self.table, kept, stats)
+            new = replace(ref, seq=seg.seq, compacted=seg.compacted)
+        return seg, new, data.take(pa.array(rows, pa.int64())), len(rows)
 
 
 def _segment_rewrites(
@@ -71,34 +104,15 @@ def _segment_rewrites(
         rule = RULES.get(table)
         if rule is None:
             continue
-        view = snap.table(table)
-        spec = lake.spec(table)
         ids = {i for column, pick in rule.columns for i in pick(targets)}
-        candidates = [p for p, s in enumerate(segs) if _may_hold(s, rule, dict.fromkeys(ids, 0))]
-
-        def one(pos: int, view=view, rule=rule, spec=spec, segs=segs, table=table):  # type: ignore[no-untyped-def]
-            seg = segs[pos]
-            data = view.segment_table(pos)
-            rows = matches(data, seg.seq, rule, targets)
-            if not rows:
-                return None
-            kept = without(data, seg.seq, rule, rows)
-            new = None
-            if kept.num_rows:
-                ref = write_segment(lake.store, snap.tenant, table, kept, spec.stat_columns)
-                new = replace(ref, seq=seg.seq, compacted=seg.compacted)
-            held = data.take(pa.array(rows, pa.int64()))
-            return seg, new, held, rows
-
-        def tried(pos: int, one=one):  # type: ignore[no-untyped-def]
-            return retried(lambda: one(pos))
-
-        for found in STORE_IO.get().map(tried, candidates):
+        candidates = [p for p, s in enumerate(segs) if _may_hold(s, rule, ids)]
+        rewrite = _Rewrite(lake, snap, table, rule, targets)
+        for found in STORE_IO.get().map(rewrite, candidates):
             if found is None:
                 continue
-            seg, new, held, rows = found
+            seg, new, held, count = found
             plan.segments.setdefault(table, []).append((seg, new))
-            plan.rows_erased += len(rows)
+            plan.rows_erased += count
             for column, _ in rule.columns:
                 for name in held.column(column).to_pylist() if not rule.json_id else []:
                     if name in ids:
@@ -174,10 +188,10 @@ def _apply_segments(tables: dict[str, tuple[SegmentRef, ...]], plan: Plan) -> bo
     return True
 
 
-def _apply_shards(extra: dict[str, object], plan: Plan) -> bool:
+def _apply_shards(extra: dict[str, Any], plan: Plan) -> bool:
     if not plan.shards:
         return True
-    state = SearchState.from_extra(extra)  # type: ignore[arg-type]
+    state = SearchState.from_extra(extra)
     if state is None:
         return False
     now = {s.key: s for s in state.shards}

@@ -16,7 +16,7 @@ from typing import Any
 
 from memlake.erasure import requests
 from memlake.erasure.holds import held
-from memlake.erasure.run import targets_of
+from memlake.erasure.rules import Targets
 from memlake.lake import Lake, keys
 from memlake.lake.manifest_log import CUT_MARKER
 
@@ -46,14 +46,10 @@ def verify_erased(lake: Lake, tenant: str) -> ErasedReport:
     report.pending = [r.id for r in requests.pending(snap)]
     if not receipts:
         return report
-    as_requests = [
-        requests.Request(r.id, "thread" if r.kind == "thread" else "episode", 0, r.requested_at, "")
-        for r in receipts
-    ]
-    targets = targets_of(as_requests)
+    targets = Targets()
     for r in receipts:  # each erased up to its delete's version
-        seq = _requested_seq(snap, r.id)
-        (targets.threads if r.kind == "thread" else targets.episodes)[r.id] = seq
+        kind = targets.threads if r.kind == "thread" else targets.episodes
+        kind[r.id] = max(kind.get(r.id, 0), r.requested_seq)
     cut_ranges = [(r.history_from, r.erased_version) for r in receipts]
     rewritten = {key for r in receipts for key in r.rewritten}
     for obj in lake.store.list(keys.tenant_prefix(tenant)):
@@ -71,8 +67,3 @@ def verify_erased(lake: Lake, tenant: str) -> ErasedReport:
         if ids:
             report.found.append(f"{obj.key}: {', '.join(sorted(ids))}")
     return report
-
-
-def _requested_seq(snap: Any, target: str) -> int:
-    row = snap.table(requests.TABLE).get(target)
-    return int(row["requested_seq"]) if row and row.get("requested_seq") else 0

@@ -194,7 +194,7 @@ class ShardCache:
         many files or shards it dropped."""
         with self._lock:
             mine = [k for k in self._items if k.startswith(tenant_prefix)]
-            ranged = {k[0] for k in self.ranges._items if k[0].startswith(tenant_prefix)}
+        ranged = self.ranges.objects(tenant_prefix)  # under its own lock
         gone = [k for k in {*mine, *ranged} if k not in named]
         self.retire(gone)
         self.ranges.forget(gone)

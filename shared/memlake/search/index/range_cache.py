@@ -165,6 +165,11 @@ class RangeCache:
         name = hashlib.sha256(f"{key[0]}\0{key[1]}\0{key[2]}".encode()).hexdigest()
         return self.disk_dir / f"{disk_stem(key[0])}-{name[:32]}.range"
 
+    def objects(self, prefix: str) -> set[str]:
+        """The keys of the objects whose ranges are held in memory, of those under `prefix`."""
+        with self._lock:
+            return {k[0] for k in self._items if k[0].startswith(prefix)}
+
     def forget(self, object_keys: Iterable[str]) -> None:
         """Drop every range of these objects, in memory and on disk (an erasure removed them:
         memlake.erasure)."""
