@@ -1,4 +1,5 @@
-"""Checks on decoded JSON that never recurse: nesting depth and lone UTF-16 surrogates.
+"""Checks on decoded JSON that never recurse: nesting depth and lone UTF-16 surrogates; and
+the one way results are encoded (`compact`).
 
 `json.loads` turns a `\\ud800` escape that is not half of a pair into a Python str holding a
 lone surrogate. Such a string is not Unicode text: UTF-8 cannot encode it (the JSON encoder,
@@ -10,11 +11,18 @@ See docs/decisions/1011-hostile-json-rpc.md.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 KEY_CHARS = 40
+
+
+def compact(value: Any) -> str:
+    """JSON as a tool's result is sent (tools/call's text block): no spaces after separators,
+    non-ASCII as it is. What the agent reads and what content="evidence"'s budget counts."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def exceeds_depth(value: Any, limit: int) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import json
 import math
 import shutil
 import sys
@@ -161,41 +160,35 @@ def report(name: str, m: dict[str, Any], kinds: bool = False) -> None:
         report(f"  {kind} ({k['questions']})", k | {"by_kind": {}})
 
 
-def _covered(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    return any(a <= start and end <= b for a, b in spans)
-
-
-def _shown(output: Any) -> list[tuple[str, str | None, list[Any]]]:
-    """(episode id, its content when whole in the answer, the passages) per hit of an answer."""
-    out = [(e.id, None if e.truncated else e.content, [e.passage]) for e in output.episodes]
-    return out + [(e.id, None, e.passages) for e in output.evidence or []]
-
-
-def shown_spans(output: Any) -> dict[str, list[tuple[int, int]]]:
-    """Per episode id, the spans of content whose text the tool's answer carries."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    for eid, content, shown in _shown(output):
-        if content is not None:
-            out.setdefault(eid, []).append((0, len(content)))
-        for p in shown:
-            if p.text is not None:
-                out.setdefault(eid, []).append((p.start, p.start + len(p.text)))
+def shown_texts(output: Any) -> dict[str, list[str]]:
+    """Per episode id, the texts of its content the tool's answer carries."""
+    out: dict[str, list[str]] = {}
+    for e in output.episodes:
+        if e.content is not None and not e.truncated:
+            out.setdefault(e.id, []).append(e.content)
+        if e.passage.text is not None:
+            out.setdefault(e.id, []).append(e.passage.text)
+    for ev in output.evidence or []:  # (an older checkout's evidence has passages with text)
+        texts = getattr(ev, "excerpts", None) or [p.text for p in getattr(ev, "passages", [])]
+        out.setdefault(ev.id, []).extend(texts)
     return out
 
 
 def answer_chars(output: Any) -> int:
-    """Characters of text the answer carries (content and passage texts)."""
-    return sum(len(e.content or "") + len(e.passage.text or "") for e in output.episodes) + sum(
-        len(p.text) for e in output.evidence or [] for p in e.passages
-    )
+    """Characters of the answer as sent: the JSON of the result in tools/call's text block
+    (as the checkout under test encodes it)."""
+    from memlake.mcp.errors import ToolOutcome
+
+    sent = ToolOutcome(structured=output.model_dump(mode="json")).to_mcp()
+    return len(sent["content"][0]["text"])
 
 
-def answer_bytes(output: Any) -> int:
-    """Bytes of the answer's JSON as the server sends it in the text block."""
-    return len(json.dumps(output.model_dump(mode="json"), ensure_ascii=False).encode())
+def text_chars(output: Any) -> int:
+    """Characters of episode text inside the answer (content, passage texts, excerpts)."""
+    return sum(len(t) for texts in shown_texts(output).values() for t in texts)
 
 
-EVIDENCE_METRICS = ("all_shown", "share_shown", "chars", "bytes")
+EVIDENCE_METRICS = ("all_shown", "share_shown", "chars", "text")
 
 
 def evidence_coverage(
@@ -203,7 +196,8 @@ def evidence_coverage(
 ) -> dict[str, Any]:
     """What the agent receives from search_episodes (`ask`: its arguments beside the query):
     the share of questions whose evidence turns are all in the answer's text, the mean share of
-    evidence turns shown, and the answer's characters; overall and per kind."""
+    evidence turns shown, the answer's characters as sent and the episode text inside it;
+    overall and per kind."""
     from memlake.tools.search_episodes import SearchEpisodesInput
     from memlake.tools.search_episodes import run as search_tool
 
@@ -220,13 +214,13 @@ def evidence_coverage(
             began = time.perf_counter()
             output = search_tool(ctx, args)
             took.append(time.perf_counter() - began)
-            spans = shown_spans(output)
-            hit = []
-            for session, said in q.evidence:
-                begin = conv.sessions[session].index(said)
-                hit.append(_covered(spans.get(conv_ids[session], []), begin, begin + len(said)))
+            texts = shown_texts(output)
+            hit = [
+                any(said in t for t in texts.get(conv_ids[session], []))
+                for session, said in q.evidence
+            ]
             row = {"all_shown": float(all(hit)), "share_shown": sum(hit) / len(hit)}
-            size = {"chars": float(answer_chars(output)), "bytes": float(answer_bytes(output))}
+            size = {"chars": float(answer_chars(output)), "text": float(text_chars(output))}
             rows.append((q.kind, row | size))
 
     def mean(part: list[dict[str, float]]) -> dict[str, Any]:
@@ -247,16 +241,19 @@ def report_evidence(name: str, m: dict[str, Any]) -> None:
     )
     print(
         f"{name:<30} all shown {m['all_shown']:.3f}  share shown {m['share_shown']:.3f}"
-        f"  chars {m['chars']:,.0f}  JSON {m['bytes']:,.0f} B  p50 {m['p50_ms']:.1f} ms  | {kinds}",
+        f"  answer {m['chars']:,.0f} ch (text {m['text']:,.0f})  p50 {m['p50_ms']:.1f} ms"
+        f"  | {kinds}",
         flush=True,
     )
 
 
-#: what an agent asks for: the compact passage per hit at three limits, evidence at three budgets
+#: what an agent asks for: the compact passage per hit at four limits, evidence at four budgets
+#: (answer characters as sent; the table in decision 4501 compares them by answer size)
 EVIDENCE_ASKS: dict[str, dict[str, Any]] = {
-    **{f"passage, limit {n}": {"content": "passage", "limit": n} for n in (5, 10, 20)},
+    **{f"passage, limit {n}": {"content": "passage", "limit": n} for n in (3, 5, 10, 20)},
     **{
-        f"evidence, budget {b:,}": {"content": "evidence", "budget": b} for b in (4000, 8000, 16000)
+        f"evidence, budget {b:,}": {"content": "evidence", "budget": b}
+        for b in (2000, 4000, 8000, 16000)
     },
 }
 
@@ -314,7 +311,12 @@ def grid(convs: Sequence[Conversation], ctx: ToolContext, ids: list[str], which:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", choices=["sessions", "conversations", "both"], default="both")
+    parser.add_argument(
+        "--corpus", choices=["sessions", "conversations", "realchats", "both", "all"], default="all"
+    )
+    parser.add_argument("--real", type=int, default=6, help="real_chats.py: conversations")
+    parser.add_argument("--real-seed", type=int, default=23, help="real_chats.py: seed")
+    parser.add_argument("--evidence-only", action="store_true", help="skip the session metrics")
     parser.add_argument("--chats", type=int, default=6, help="conversations.py: conversations")
     parser.add_argument("--chat-seed", type=int, default=11, help="conversations.py: seed")
     parser.add_argument("--conversations", type=int, default=6, help="sessions.py")
@@ -324,11 +326,15 @@ def main() -> None:
     parser.add_argument("--grid", choices=["fusion", "all"], default=None)
     args = parser.parse_args()
     corpora: list[tuple[str, Sequence[Conversation]]] = []
-    if args.corpus in ("conversations", "both"):
+    if args.corpus in ("conversations", "both", "all"):
         corpora.append(("conversations", conversations.corpus(args.chats, seed=args.chat_seed)))
-    if args.corpus in ("sessions", "both"):
+    if args.corpus in ("sessions", "both", "all"):
         long = sessions.corpus(args.conversations, args.sessions, args.facts, seed=args.seed)
         corpora.append(("sessions", long))
+    if args.corpus in ("realchats", "all"):
+        from tests.bench import real_chats
+
+        corpora.append(("realchats", real_chats.corpus(args.real, seed=args.real_seed)))
     searcher.EMBED_CACHE = 1 << 20  # re-indexing for the grid reuses vectors, as a rebuild does
     began = time.perf_counter()
     for name, convs in corpora:
@@ -338,8 +344,9 @@ def main() -> None:
         took = time.perf_counter() - t0
         print(f"indexed in {took:.1f} s (chunks of {passages.CHUNK_TOKENS} tokens)", flush=True)
         t0 = time.perf_counter()
-        run_modes(ctx, convs, ids, "default")
-        print(f"searched in {time.perf_counter() - t0:.1f} s", flush=True)
+        if not args.evidence_only:
+            run_modes(ctx, convs, ids, "default")
+            print(f"searched in {time.perf_counter() - t0:.1f} s", flush=True)
         t0 = time.perf_counter()
         run_evidence(ctx, convs, ids)
         print(f"evidence in {time.perf_counter() - t0:.1f} s", flush=True)

@@ -65,6 +65,15 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
     return {"is_error": False, **result.structured_content}
 
 
+async def call_sent(client: Client, tool: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """call(), and the text block as the server sent it (what a model reads)."""
+    result = await client.call_tool(tool, args)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert not result.is_error, text
+    assert result.structured_content == json.loads(text)
+    return result.structured_content, text
+
+
 def assert_tool_error_changes_nothing(
     server: Any, token: str, tool: str, args: dict[str, Any], expect: str
 ) -> dict[str, Any]:

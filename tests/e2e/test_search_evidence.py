@@ -1,12 +1,13 @@
 """search_episodes content="evidence" end to end through /mcp with the official client, on both
-lakes (issue 24, decision 2401): the turns that answer, across episodes, within the budget."""
+lakes (issues 24 and 45, decisions 2401 and 4501): the turns that answer, across episodes, in a
+lean shape, within a budget on the answer's JSON as sent."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .conftest import TOKENS, ServerUnderTest
-from .mcp_helpers import call, connect, run
+from .mcp_helpers import call, call_sent, connect, run
 
 
 def _chat(*turns: tuple[str, str]) -> str:
@@ -62,39 +63,38 @@ def test_evidence_shows_the_answering_turns_within_the_budget(server: ServerUnde
                 "query": "Which adoption agency is Caroline looking at?",
                 "context": "friends",
                 "content": "evidence",
-                "budget": 300,
+                "budget": 500,
             }
-            out = await call(client, "search_episodes", args)
-            assert not out["is_error"], out
+            out, sent = await call_sent(client, "search_episodes", args)
+            assert len(sent) <= 500, sent  # the budget bounds the answer as sent
             assert out["episodes"] == [] and out["count"] == len(out["evidence"]) >= 1
             first = out["evidence"][0]
             assert ids[first["id"]] == "adoption"
-            assert set(first) <= {"id", "context", "started_at", "title", "score", "passages"}
-            assert first["context"] == "friends" and first["started_at"].startswith("2024-05-01")
-            shown = 0
+            assert set(first) <= {"id", "at", "context", "title", "score", "excerpts"}
+            assert "context" not in first and first["at"] == "2024-05-01T00:00Z"  # asked for it
+            assert 0 < first["score"] <= 1 and round(first["score"], 2) == first["score"]
             for hit in out["evidence"]:
                 whole = (await call(client, "get_episode", {"id": hit["id"]}))["content"]
-                for p in hit["passages"]:
-                    assert whole[p["start"] : p["end"]] == p["text"]  # exact offsets
-                    assert p["speaker"] in ("Caroline", "Melanie")
-                    shown += len(p["text"])
-            assert shown <= 300
-            best = "".join(p["text"] for p in first["passages"])
-            assert "researching adoption agencies" in best
-            assert any(
-                p["speaker"] == "Caroline" and "adoption" in p["text"] for p in first["passages"]
-            )
+                for text in hit["excerpts"]:
+                    assert text in whole and text.split(":")[0] in ("Caroline", "Melanie")
+            best = " ".join(first["excerpts"])
+            assert "Bright Futures" in best, first
 
             # a larger budget shows more, never more than asked
-            wide = await call(client, "search_episodes", {**args, "budget": 2_000})
-            total = sum(len(p["text"]) for h in wide["evidence"] for p in h["passages"])
-            assert shown < total <= 2_000
+            wide, wide_sent = await call_sent(client, "search_episodes", {**args, "budget": 2_000})
+            shown = sum(len(t) for h in wide["evidence"] for t in h["excerpts"])
+            assert sum(len(t) for h in out["evidence"] for t in h["excerpts"]) < shown
+            assert len(wide_sent) <= 2_000
+
+            # not filtered by context: each episode says its own
+            anywhere = await call(client, "search_episodes", {**args, "context": None})
+            assert anywhere["evidence"][0]["context"] == "friends"
 
             # the other modes are unchanged: no evidence field
             plain = await call(client, "search_episodes", {**args, "content": "passage"})
             assert "evidence" not in plain and plain["episodes"]
 
-            for bad in (0, 99, 65_537, "lots"):
+            for bad in (0, 499, 65_537, "lots"):
                 err = await call(client, "search_episodes", {**args, "budget": bad})
                 assert err["is_error"] and "budget" in err["error"]["message"], err
             nothing = await call(client, "search_episodes", {**args, "context": "nobody"})

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memlake.errors import InvalidArgument, MemlakeError
+from memlake.jsonshape import compact
 
 log = logging.getLogger("memlake.mcp")
 
@@ -47,7 +48,7 @@ class ToolOutcome:
             return {"content": [{"type": "text", "text": text}], "isError": True}
         structured = self.structured or {}
         return {
-            "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+            "content": [{"type": "text", "text": compact(structured)}],
             "structuredContent": structured,
             "isError": False,
         }

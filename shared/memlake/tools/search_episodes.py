@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from memlake.embed.base import EmbeddingError
 from memlake.episodes import EpisodeFields, public_view, view_or_skip
 from memlake.models import Context, Output, TimeRange
-from memlake.search.hybrid import search
-from memlake.search.query.params import DEFAULT_PARAMS, MAX_LIMIT, MAX_QUERY_CHARS, SearchHit
+from memlake.search.answers import Ask, ContentMode, answer
+from memlake.search.query.params import MAX_LIMIT, MAX_QUERY_CHARS, SearchHit
 from memlake.tools.base import READ_ONLY, ToolContext, ToolSpec
 
 if TYPE_CHECKING:
     from memlake.search.query.best_passage import Span
-    from memlake.search.query.evidence import Evidence
 
 #: All hits of one response together carry at most this many characters of content and
 #: passage text (docs/decisions/1113, 1215); a hit cut by it has truncated: true.
@@ -25,11 +23,10 @@ MAX_RESULT_CHARS = 65_536
 #: content="full" repeats the passage text only for a content longer than this (decision 1215):
 #: there finding the match costs reading, and the text adds at most ~30%
 PASSAGE_TEXT_FROM = 2_000
-#: content="evidence": characters of text shown in all, unless the caller sets `budget`, and
-#: how many episodes at least its turns are drawn from (decision 2401 has the grid)
+#: content="evidence": characters of the answer's JSON as sent, unless the caller sets
+#: `budget` (decisions 2401, 4501)
 EVIDENCE_BUDGET = 8_000
-EVIDENCE_EPISODES = 20
-ContentMode = Literal["full", "passage", "evidence", "none"]
+MIN_BUDGET = 500
 
 
 class SearchEpisodesInput(TimeRange):
@@ -44,9 +41,11 @@ class SearchEpisodesInput(TimeRange):
     content: ContentMode = Field(
         "full",
         description="Text: full, passage (~600 chars), none, or evidence (the best turns of 20+"
-        " hits, budget chars); 65,536 in all",
+        " hits); 65,536 in all",
     )
-    budget: int = Field(EVIDENCE_BUDGET, ge=100, le=MAX_RESULT_CHARS, description="evidence: chars")
+    budget: int = Field(
+        EVIDENCE_BUDGET, ge=MIN_BUDGET, le=MAX_RESULT_CHARS, description="evidence: answer chars"
+    )
     min_score: float | None = Field(None, ge=0, le=1)  # self-explaining: no description
 
     @field_validator("query")
@@ -76,7 +75,6 @@ class Passage(Output):
     text: str | None = Field(
         None, description="content[start:end]; with content='full' only for a long content"
     )
-    speaker: str | None = Field(default=None, description="Who says its best turn (evidence)")
 
 
 class EpisodeHit(EpisodeFields):
@@ -93,14 +91,14 @@ class EpisodeHit(EpisodeFields):
 
 
 class EvidenceHit(Output):
-    """content="evidence": an episode and the turns of it shown (get_episode has the rest)."""
+    """content="evidence": an episode and its excerpts shown (get_episode has the rest)."""
 
     id: str
+    at: str | None = Field(None, description="When it started, UTC, to the minute")
     context: str | None = None
-    started_at: str | None = None
     title: str | None = None
     score: float = Field(description="The episode's relevance, 0..1")
-    passages: list[Passage] = Field(description="The turns shown, in reading order")
+    excerpts: list[str] = Field(description="Its turns shown, in reading order")
 
 
 class SearchEpisodesOutput(Output):
@@ -139,18 +137,6 @@ class _Shown:
     passage: int
 
 
-def _spans(ctx: ToolContext, hits: list[SearchHit], query: str) -> list[Span]:
-    """Each hit's passage: the search's (SearchHit.passage) or best_span's pick."""
-    from memlake.search.query.best_passage import chunk_rows, hit_span
-
-    unknown = [h.id for h in hits if h.passage is None]
-    chunks = chunk_rows(hits[0].snapshot, unknown) if unknown else {}
-    embedder = ctx.services.search.embedder
-    return [
-        hit_span(embedder, h.row, chunks.get(h.id), query, h.query_vector, h.passage) for h in hits
-    ]
-
-
 def _wants(span: Span, content: str, mode: ContentMode) -> _Shown:
     full = len(content) if mode == "full" else 0
     text = mode == "passage" or (mode == "full" and len(content) > PASSAGE_TEXT_FROM)
@@ -186,66 +172,21 @@ def _shape(hits: list[SearchHit], spans: list[Span], mode: ContentMode) -> list[
     return [e for e in shaped if e is not None]
 
 
-def _evidence_hit(found: Evidence, row: dict[str, Any]) -> EvidenceHit:
-    view = public_view(row)
-    content = view["content"]
-    passages = [
-        Passage(start=s.start, end=s.end, text=content[s.start : s.end], speaker=s.speaker)
-        for s in found.spans
-    ]
-    return EvidenceHit(
-        id=view["id"],
-        context=view.get("context"),
-        started_at=view.get("started_at"),
-        title=view.get("title"),
-        score=found.hit.score,
-        passages=passages,
-    )
-
-
-def _evidence(
-    ctx: ToolContext, hits: list[SearchHit], query: str, budget: int
-) -> list[EvidenceHit]:
-    """content="evidence": the best turns across the hits within `budget` characters
-    (memlake.search.query.evidence, decision 2401)."""
-    from memlake.search.query.best_passage import chunk_rows
-    from memlake.search.query.evidence import select
-
-    chunks = chunk_rows(hits[0].snapshot, [h.id for h in hits])
-    found = select(hits, chunks, query, ctx.services.search.embedder.name, budget)
-    shaped = (view_or_skip(e.hit.row, partial(_evidence_hit, e)) for e in found)
-    return [e for e in shaped if e is not None]
-
-
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     start, end = args.bounds()
-    evidence = args.content == "evidence"
-    limit = max(args.limit, EVIDENCE_EPISODES) if evidence else args.limit
-    degraded = None
-    found_by = partial(
-        search, ctx.lake, ctx.services.search, ctx.tenant, query=args.query, limit=limit,
-        context=args.context, start=start, end=end, recency=args.recency,
+    ask = Ask(
+        args.query, args.content, args.limit, args.budget, args.context, start, end,
+        args.recency, args.min_score,
     )  # fmt: skip
-    try:
-        hits = found_by()
-    except EmbeddingError as e:  # the endpoint is down or throttled: answer by words (4702)
-        if not e.retryable:
-            raise
-        hits = found_by(params=replace(DEFAULT_PARAMS, weights={"bm25": 1.0, "vector": 0.0}))
-        degraded = (
-            f"Search by meaning was left out ({e.message}): these hits match the query's"
-            " words only. Search again later for both."
-        )
-    if args.min_score is not None:
-        hits = [h for h in hits if h.score >= args.min_score]
-    if evidence:
-        found = _evidence(ctx, hits, args.query, args.budget) if hits else []
+    found = answer(ctx.lake, ctx.services.search, ctx.tenant, ask)
+    if args.content == "evidence":
+        shaped = [view_or_skip(e, lambda e: EvidenceHit(**e)) for e in found.evidence]
+        evidence = [e for e in shaped if e is not None]
         return SearchEpisodesOutput(
-            episodes=[], evidence=found, count=len(found), degraded=degraded
+            episodes=[], evidence=evidence, count=len(evidence), degraded=found.degraded
         )
-    spans = _spans(ctx, hits, args.query) if hits else []
-    episodes = _shape(hits, spans, args.content)
-    return SearchEpisodesOutput(episodes=episodes, count=len(episodes), degraded=degraded)
+    episodes = _shape(found.hits, found.spans, args.content)
+    return SearchEpisodesOutput(episodes=episodes, count=len(episodes), degraded=found.degraded)
 
 
 SPEC = ToolSpec(

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from memlake.config import Settings
 from memlake.context import Principal, ToolContext
 from memlake.mcp.dispatch import call_tool
+from memlake.search import answers
 from memlake.search.query.best_passage import Span
 from memlake.search.query.params import SearchHit
 from memlake.services import Services
@@ -107,7 +108,7 @@ def test_every_hit_carries_its_matched_passage_and_when_it_happened(
 def test_the_searchs_own_passage_is_shown_when_it_says_one(
     ctx: ToolContext, world: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = tool.search
+    real = answers.search
     content = world["long:text"]
     at = content.index("w", 200)  # a passage far from the needle, as the search might pick
     chosen = {world["long"]: (at, at + 80)}
@@ -116,7 +117,7 @@ def test_the_searchs_own_passage_is_shown_when_it_says_one(
         hits = real(*args, **kwargs)
         return [dataclasses.replace(h, passage=chosen.get(h.id, h.passage)) for h in hits]
 
-    monkeypatch.setattr(tool, "search", with_passage)
+    monkeypatch.setattr(answers, "search", with_passage)
     out = _search(ctx, query="walrus budget Ingrid", content="passage")
     p = next(e["passage"] for e in out["episodes"] if e["id"] == world["long"])
     assert p["start"] <= at and at + 80 <= p["end"]  # the search's passage, widened
