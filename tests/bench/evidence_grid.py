@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal, ToolContext  # noqa: E402
+from memlake.search.answers import ENVELOPE, AsSent  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
 from memlake.search.query.best_passage import chunk_rows  # noqa: E402
 from memlake.search.query.evidence import DEFAULT_EVIDENCE, EvidenceParams, select  # noqa: E402
@@ -67,7 +68,9 @@ def searched(ctx: ToolContext, convs: Any, ids: list[str], limit: int) -> list[d
             for session, said in q.evidence:
                 begin = conv.sessions[session].index(said)
                 evidence.append((conv_ids[session], begin, begin + len(said)))
-            out.append({"q": q, "hits": hits, "chunks": chunks, "evidence": evidence})
+            out.append(
+                {"q": q, "hits": hits, "chunks": chunks, "evidence": evidence, "context": conv.name}
+            )
     return out
 
 
@@ -81,11 +84,17 @@ def coverage(
     rows: list[tuple[str, float, float, float]] = []
     episodes = 0
     for a in asked:
-        found = select(a["hits"], a["chunks"], a["q"].text, model, budget, max_hits, params)
+        room = budget - ENVELOPE  # the budget counts the answer as sent (decision 4501)
+        costs = AsSent(a["context"])
+        found = select(a["hits"], a["chunks"], a["q"].text, model, room, max_hits, params, costs)
         episodes += len(found)
         spans = {e.hit.id: [(s.start, s.end) for s in e.spans] for e in found}
         hit = [any(s <= b and e <= t for s, t in spans.get(eid, [])) for eid, b, e in a["evidence"]]
-        chars = sum(s.end - s.start for e in found for s in e.spans)
+        chars = ENVELOPE + sum(
+            costs.episode(e.hit)
+            + sum(costs.excerpt(e.hit.row["content"][s.start : s.end]) for s in e.spans)
+            for e in found
+        )
         rows.append((a["q"].kind, float(all(hit)), sum(hit) / len(hit), chars))
     kinds = sorted({r[0] for r in rows})
     out: dict[str, Any] = {
@@ -125,10 +134,14 @@ SETTINGS: dict[str, EvidenceParams] = {
     "meaning only": replace(ALONE, vector=1),
     "search's passage only (seed, then episode order)": replace(ALONE, episode=1),
     "no seed": replace(BASE, seed=0),
+    "seed share 0.25": replace(BASE, seed_share=0.25),
+    "seed share 0.75": replace(BASE, seed_share=0.75),
+    "seed share 1 (2401)": replace(BASE, seed_share=1.0),
     "seed 5": replace(BASE, seed=5),
     "seed 10": replace(BASE, seed=10),
     "neighbours: none": replace(BASE, neighbours="none"),
     "neighbours: short": replace(BASE, neighbours="short"),
+    "neighbours: qa (2401)": replace(BASE, neighbours="qa"),
     "episode 0": replace(BASE, episode=0),
     "episode 0.6": replace(BASE, episode=0.6),
     "speaker 0": replace(BASE, speaker=0),
@@ -140,17 +153,23 @@ SETTINGS: dict[str, EvidenceParams] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--corpus", choices=["conversations", "sessions"], default="conversations")
+    parser.add_argument(
+        "--corpus", choices=["conversations", "sessions", "realchats"], default="conversations"
+    )
     parser.add_argument("--lake", type=Path, default=None)
-    parser.add_argument("--budgets", default="4000,8000,16000")
+    parser.add_argument("--budgets", default="2000,4000,8000,16000")
     parser.add_argument("--limits", default="10,20")
     parser.add_argument("--only", default=None, help="comma-separated setting names")
     args = parser.parse_args()
-    convs: Any = (
-        conversations.corpus(6, seed=11)
-        if args.corpus == "conversations"
-        else sessions.corpus(6, 40, 20, seed=7)
-    )
+    convs: Any
+    if args.corpus == "conversations":
+        convs = conversations.corpus(6, seed=11)
+    elif args.corpus == "sessions":
+        convs = sessions.corpus(6, 40, 20, seed=7)
+    else:
+        from tests.bench import real_chats
+
+        convs = real_chats.corpus(6, seed=23)
     t0 = time.perf_counter()
     ctx, ids = lake(convs, args.lake)
     print(f"lake ready in {time.perf_counter() - t0:.0f} s", flush=True)

@@ -152,10 +152,11 @@ def test_the_unit_cache_recuts_a_changed_episode() -> None:
 
 
 def test_default_weights_are_the_measured_ones() -> None:
-    # decision 2401's grid chose them; a change must update the record
+    # decision 2401's grid chose them (4501 the neighbours and the seeds' share); a change must
+    # update the record
     d = DEFAULT_EVIDENCE
     assert (d.episode, d.bm25, d.vector, d.speaker) == (0.2, 0.5, 0.4, 0.2)
-    assert (d.neighbours, d.seed) == ("qa", 20)
+    assert (d.neighbours, d.seed, d.seed_share) == ("run", 20, 0.5)
 
 
 def test_the_passage_the_episode_search_matched_goes_first() -> None:
@@ -163,10 +164,56 @@ def test_the_passage_the_episode_search_matched_goes_first() -> None:
     units = units_of(CHAT_A)
     target = units[4]
     matched = replace(hit(0, CHAT_A, 0.9), passage=(target.start, target.end))
-    found = select([matched], {}, "weekend plans", "m", budget=80)
+    whole = EvidenceParams(seed_share=1.0)
+    found = select([matched], {}, "weekend plans", "m", budget=80, params=whole)
     assert texts(found) == [[CHAT_A[target.start : target.end]]]
     alone = select([matched], {}, "weekend plans", "m", budget=80, params=EvidenceParams(seed=0))
     assert "weekend" in texts(alone)[0][0]
+    # the seeds spend at most their share of the budget: 80 * 0.5 holds no seed here
+    shared = select([matched], {}, "weekend plans", "m", budget=80)
+    assert texts(shared) == texts(alone)
+
+
+def test_small_budgets_are_not_spent_on_one_seed_per_hit() -> None:
+    """Twenty hits each seeded by a filler line: at a small budget the seeds take at most half,
+    and the turn that answers (in the last hit, no passage matched) still gets its place."""
+    filler = [hit(i, CHAT_B, 0.9 - i * 0.01) for i in range(19)]
+    filler = [replace(h, passage=(0, 40)) for h in filler]
+    answer = hit(19, CHAT_A, 0.5)
+    found = select([*filler, answer], {}, "adoption agencies Bright Futures", "m", budget=400)
+    shown = [t for e in found for t in texts([e])[0]]
+    assert any("Bright Futures" in t for t in shown), shown
+    before = select(
+        [*filler, answer], {}, "adoption agencies Bright Futures", "m", budget=400,
+        params=EvidenceParams(seed_share=1.0),
+    )  # fmt: skip
+    assert not any("Bright Futures" in t for e in before for t in texts([e])[0])
+
+
+def test_a_run_of_messages_by_one_person_is_shown_together() -> None:
+    chat = "\n".join(
+        [
+            "ana: hey!!",
+            "kw4me: ok so big news",
+            "kw4me: we adopted a puppy from the shelter",
+            "kw4me: his name is biscuit",
+            "ana: omg",
+        ]
+    )
+    found = select([hit(0, chat, 0.9)], {}, "what is the puppy called", "m", budget=100)
+    assert texts(found) == [
+        [
+            "kw4me: ok so big news\nkw4me: we adopted a puppy from the shelter"
+            "\nkw4me: his name is biscuit"
+        ]
+    ]
+    qa = EvidenceParams(neighbours="qa")
+    alone = select([hit(0, chat, 0.9)], {}, "what is the puppy called", "m", budget=50, params=qa)
+    assert texts(alone) == [["kw4me: we adopted a puppy from the shelter"]]
+    # a run that does not fit is not forced: the best message alone
+    assert texts(select([hit(0, chat, 0.9)], {}, "what is the puppy called", "m", 50)) == texts(
+        alone
+    )
 
 
 def test_terms_of_each_equals_terms_one_by_one() -> None:

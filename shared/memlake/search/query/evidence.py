@@ -9,7 +9,8 @@ into its sentences), any other text's sentences. Every unit of every hit is scor
   hits (a word rare among them counts most), over the query's total idf (0..1);
 - meaning: the best cosine to the query vector of the stored passages that overlap the unit
   (the vectors the search already has: no model runs here), from the cosine floor (0..1);
-- speaker: 1 when the query names the unit's speaker ("What did Caroline research?");
+- speaker: 1 when the query names the unit's speaker ("What did Caroline research?"), by a
+  part of a handle ("ines_k") or a name friends call them (memlake.search.query.speakers);
 - episode: the hit's score relative to the best hit's (the session-level evidence).
 
 First, in each of the top `seed` hits, the best unit inside the passage the episode search
@@ -23,13 +24,14 @@ best unit's score, and a hit with no unit taken is not shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from memlake.search.index.passages import HEADER, Embedded
-from memlake.search.index.text import terms, unique_terms
+from memlake.search.index.text import unique_terms
 from memlake.search.query.params import SearchHit
+from memlake.search.query.speakers import named
 from memlake.search.query.units import UNITS, Unit
 
 MIN_CHARS = 40  # less budget than this left: stop
@@ -48,14 +50,38 @@ class EvidenceParams:
     #: the units of the passage the episode search matched (SearchHit.passage) in this many
     #: top hits go first, the best unit of each (the search's own pick carries its fusion)
     seed: int = 20
+    #: the seeds together spend at most this share of the budget (at 4,000 characters twenty
+    #: one-liners and their episodes would take it all before the best units get theirs)
+    seed_share: float = 0.5
     #: which adjacent units (of the same episode, at most neighbour_chars long) are shown with
-    #: the one taken: "short" any, "qa" the next one when the unit taken is a question,
+    #: the one taken: "short" any, "qa" the next one when the unit taken is a question, "run"
+    #: as "qa" and also those of the same speaker (a message chat splits one thought into),
     #: "none" none
-    neighbours: Literal["short", "qa", "none"] = "qa"
+    neighbours: Literal["short", "qa", "run", "none"] = "run"
     neighbour_chars: int = 240
 
 
 DEFAULT_EVIDENCE = EvidenceParams()
+
+
+class Costs(Protocol):
+    """What the budget counts: an episode shown, before its excerpts, and each excerpt."""
+
+    def episode(self, hit: SearchHit) -> int: ...
+    def excerpt(self, text: str) -> int: ...
+
+
+class TextChars:
+    """The budget counts characters of text shown (decision 2401's measure)."""
+
+    def episode(self, hit: SearchHit) -> int:
+        return 0
+
+    def excerpt(self, text: str) -> int:
+        return len(text)
+
+
+TEXT_CHARS = TextChars()
 
 
 @dataclass(frozen=True)
@@ -175,16 +201,8 @@ class Pool:
             best[first:end] = np.where(overlap, cos[None, :], -1.0).max(axis=1)
         return best
 
-    def said_by(self, query: list[str]) -> np.ndarray:
-        asked = set(query)
-        names: dict[str | None, float] = {None: 0.0}
-        for u in self.units:
-            if u.speaker not in names:
-                names[u.speaker] = 1.0 if asked.intersection(terms(u.speaker or "")) else 0.0
-        return np.array([names[u.speaker] for u in self.units])
-
-    def score(self, params: EvidenceParams, query: list[str]) -> np.ndarray:
-        """Each unit's score, 0..1 (see the module doc)."""
+    def score(self, params: EvidenceParams, query: list[str], text: str = "") -> np.ndarray:
+        """Each unit's score, 0..1 (see the module doc); `text`: the query as asked."""
         qvec = self.qvec
         meaning = np.zeros(len(self.units))
         if qvec is not None and params.vector > 0:
@@ -195,7 +213,7 @@ class Pool:
             params.episode * self.episode
             + params.bm25 * self.words(query)
             + params.vector * meaning
-            + params.speaker * self.said_by(query)
+            + params.speaker * named(self.units, self.hit_of, self.docs, text, set(query))
         ) / total
 
 
@@ -214,7 +232,8 @@ def _window(pool: Pool, contents: list[str], i: int, params: EvidenceParams) -> 
         if other.end - other.start > params.neighbour_chars:
             continue
         asks = j > i and text[u.start : u.end].endswith("?")  # "qa": the answer to it
-        if params.neighbours == "short" or asks:
+        same = params.neighbours == "run" and u.speaker is not None and other.speaker == u.speaker
+        if params.neighbours == "short" or asks or same:
             start, end = min(start, other.start), max(end, other.end)
     return start, end
 
@@ -233,10 +252,6 @@ def _merged(spans: list[list[Any]], content: str) -> list[list[Any]]:
     return out
 
 
-def _cost(spans: list[list[Any]]) -> int:
-    return sum(s[1] - s[0] for s in spans)
-
-
 def select(
     hits: list[SearchHit],
     chunks: dict[str, dict[str, Any] | None],
@@ -245,38 +260,55 @@ def select(
     budget: int,
     max_hits: int | None = None,
     params: EvidenceParams = DEFAULT_EVIDENCE,
+    costs: Costs = TEXT_CHARS,
 ) -> list[Evidence]:
-    """The best units of `hits` with their windows, within `budget` characters in all, from at
-    most `max_hits` hits (all when None)."""
+    """The best units of `hits` with their windows, within `budget` as `costs` counts it, from
+    at most `max_hits` hits (all when None)."""
     contents = [h.row.get("content") or "" for h in hits]
     pool = Pool(hits, chunks, model)
     units = pool.units
     if not units:
         return []
     asked = unique_terms([query])
-    score = pool.score(params, asked)
-    order = np.argsort(-score, kind="stable")
+    score = pool.score(params, asked, query)
+    order = np.argsort(-score, kind="stable").tolist()
+    seeds = 0
     if params.seed:  # the passages the episode search matched in its top hits go first
         best_of: dict[int, int] = {}
-        for i in order.tolist():
+        for i in order:
             if pool.matched[i] and pool.hit_of[i] < params.seed:
                 best_of.setdefault(pool.hit_of[i], i)
         seeded = [best_of[hit] for hit in sorted(best_of)]
-        taken = set(seeded)
-        order = np.array(seeded + [i for i in order.tolist() if i not in taken], dtype=np.int64)
+        seeds = len(seeded)
+        order = seeded + order  # a seed skipped for its share is tried again in its place
+    heads: dict[int, int] = {}
+
+    def cost(hit: int, spans: list[list[Any]]) -> int:
+        if not spans:
+            return 0
+        if hit not in heads:
+            heads[hit] = costs.episode(hits[hit])
+        text = contents[hit]
+        return heads[hit] + sum(costs.excerpt(text[s[0] : s[1]]) for s in spans)
+
     shown: dict[int, list[list[Any]]] = {}
     spent = 0
-    for i in order.tolist():
+    for n, i in enumerate(order):
         if budget - spent < MIN_CHARS:
             break
         u, hit = units[i], pool.hit_of[i]
         if hit not in shown and len(shown) == max_hits:
             continue
+        room = budget - spent
+        if n < seeds:
+            room = min(room, int(params.seed_share * budget) - spent)
         have = shown.get(hit, [])
         for start, end in (_window(pool, contents, i, params), (u.start, u.end)):
             trial = _merged([*have, [start, end, i, float(score[i])]], contents[hit])
-            grew = _cost(trial) - _cost(have)
-            if 0 < grew <= budget - spent:
+            if trial == have:
+                break
+            grew = cost(hit, trial) - cost(hit, have)
+            if grew <= room:
                 shown[hit] = trial
                 spent += grew
                 break
