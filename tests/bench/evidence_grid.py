@@ -21,6 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -28,8 +30,10 @@ from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal, ToolContext  # noqa: E402
 from memlake.search.answers import ENVELOPE, AsSent  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
+from memlake.search.query import evidence  # noqa: E402
 from memlake.search.query.best_passage import chunk_rows  # noqa: E402
 from memlake.search.query.evidence import DEFAULT_EVIDENCE, EvidenceParams, select  # noqa: E402
+from memlake.search.query.units import UNITS  # noqa: E402
 from memlake.services import Services  # noqa: E402
 from tests.bench import conversations, quality_bench, sessions  # noqa: E402
 
@@ -142,6 +146,7 @@ SETTINGS: dict[str, EvidenceParams] = {
     "neighbours: none": replace(BASE, neighbours="none"),
     "neighbours: short": replace(BASE, neighbours="short"),
     "neighbours: qa (2401)": replace(BASE, neighbours="qa"),
+    "neighbours: speaker": replace(BASE, neighbours="speaker"),
     "episode 0": replace(BASE, episode=0),
     "episode 0.6": replace(BASE, episode=0.6),
     "speaker 0": replace(BASE, speaker=0),
@@ -149,6 +154,39 @@ SETTINGS: dict[str, EvidenceParams] = {
     "vector 0.6": replace(BASE, vector=0.6),
     "bm25 0.3": replace(BASE, bm25=0.3),
 }
+
+
+#: --turn-vectors: each unit's own vector by episode id (a simulation of per-turn vectors
+#: written with the episode, decision 4501), and how meaning uses them
+TURNS: dict[str, np.ndarray] = {}
+TURN_MODE = {"mode": "off"}
+_PASSAGE_COSINES = evidence.Pool.cosines
+
+
+def _cosines(pool: evidence.Pool, qvec: np.ndarray) -> np.ndarray:
+    best = _PASSAGE_COSINES(pool, qvec)
+    if TURN_MODE["mode"] == "off":
+        return best
+    own = best.copy()
+    q = np.asarray(qvec, np.float32)
+    hit_of = np.asarray(pool.hit_of)
+    for i, h in enumerate(pool.hits):
+        rows = np.flatnonzero(hit_of == i)
+        vectors = TURNS.get(h.id)
+        if vectors is not None and len(vectors) == len(rows):
+            own[rows] = vectors @ q
+    return own if TURN_MODE["mode"] == "turns" else np.maximum(best, own)
+
+
+def embed_turns(ctx: ToolContext, convs: Any, ids: list[str]) -> float:
+    """Every unit of every session embedded on its own (seconds taken)."""
+    embedder = ctx.services.search.embedder
+    began = time.perf_counter()
+    texts = [s for c in convs for s in c.sessions]
+    for eid, text in zip(ids, texts, strict=True):
+        units = UNITS.get(eid, 0, text).units
+        TURNS[eid] = embedder.embed([text[u.start : u.end] for u in units])
+    return time.perf_counter() - began
 
 
 def main() -> None:
@@ -160,6 +198,7 @@ def main() -> None:
     parser.add_argument("--budgets", default="2000,4000,8000,16000")
     parser.add_argument("--limits", default="10,20")
     parser.add_argument("--only", default=None, help="comma-separated setting names")
+    parser.add_argument("--turn-vectors", action="store_true", help="simulate per-turn vectors")
     args = parser.parse_args()
     convs: Any
     if args.corpus == "conversations":
@@ -175,13 +214,22 @@ def main() -> None:
     print(f"lake ready in {time.perf_counter() - t0:.0f} s", flush=True)
     model = ctx.services.search.embedder.name
     names = args.only.split(",") if args.only else list(SETTINGS)
+    modes = ["off"]
+    if args.turn_vectors:
+        print(f"turn vectors embedded in {embed_turns(ctx, convs, ids):.0f} s", flush=True)
+        evidence.Pool.cosines = _cosines  # type: ignore[method-assign]
+        modes = ["off", "turns", "max"]
     for limit in (int(n) for n in args.limits.split(",")):
         asked = searched(ctx, convs, ids, limit)
         print(f"== {limit} candidate episodes: reach {reach(asked):.3f}", flush=True)
         for budget in (int(b) for b in args.budgets.split(",")):
             for name in names:
-                m = coverage(asked, model, budget, SETTINGS[name])
-                print(line(f"{budget:,} {name}", m), flush=True)
+                for mode in modes:
+                    TURN_MODE["mode"] = mode
+                    m = coverage(asked, model, budget, SETTINGS[name])
+                    tag = "" if mode == "off" else f" [turn vectors: {mode}]"
+                    print(line(f"{budget:,} {name}{tag}", m), flush=True)
+                TURN_MODE["mode"] = "off"
             for cap in (5, 10):
                 m = coverage(asked, model, budget, DEFAULT_EVIDENCE, cap)
                 print(line(f"{budget:,} default, at most {cap} episodes", m), flush=True)

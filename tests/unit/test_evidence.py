@@ -156,7 +156,7 @@ def test_default_weights_are_the_measured_ones() -> None:
     # update the record
     d = DEFAULT_EVIDENCE
     assert (d.episode, d.bm25, d.vector, d.speaker) == (0.2, 0.5, 0.4, 0.2)
-    assert (d.neighbours, d.seed, d.seed_share) == ("run", 20, 0.5)
+    assert (d.neighbours, d.seed, d.seed_share) == ("speaker", 20, 0.5)
 
 
 def test_the_passage_the_episode_search_matched_goes_first() -> None:

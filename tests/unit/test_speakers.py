@@ -14,7 +14,7 @@ def _pool(chats: list[str]) -> tuple[list, list[int], list[list[str]]]:
         c = cut(chat)
         units += c.units
         hit_of += [i] * len(c.units)
-        docs += c.terms
+        docs += c.counts
     return units, hit_of, docs
 
 

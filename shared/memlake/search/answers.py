@@ -89,6 +89,8 @@ class Answer:
 
 @dataclass(frozen=True)
 class Ask:
+    """search_episodes' arguments, validated by its input model (bounds and times)."""
+
     query: str
     mode: ContentMode = "full"
     limit: int = 10

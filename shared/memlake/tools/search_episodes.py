@@ -175,8 +175,9 @@ def _shape(hits: list[SearchHit], spans: list[Span], mode: ContentMode) -> list[
 def run(ctx: ToolContext, args: SearchEpisodesInput) -> SearchEpisodesOutput:
     start, end = args.bounds()
     ask = Ask(
-        args.query, args.content, args.limit, args.budget, args.context, start, end,
-        args.recency, args.min_score,
+        query=args.query, mode=args.content, limit=args.limit, budget=args.budget,
+        context=args.context, start=start, end=end, recency=args.recency,
+        min_score=args.min_score,
     )  # fmt: skip
     found = answer(ctx.lake, ctx.services.search, ctx.tenant, ask)
     if args.content == "evidence":

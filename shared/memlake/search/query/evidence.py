@@ -15,10 +15,12 @@ into its sentences), any other text's sentences. Every unit of every hit is scor
 
 First, in each of the top `seed` hits, the best unit inside the passage the episode search
 matched (SearchHit.passage: its own fusion of words and meaning, which carries paraphrases
-that a unit's words miss); then the other units best first. Each is shown with the answer
-after it when it is a question, merged where spans touch, until the budget (characters of
-text shown) is spent. A hit shows its spans in reading order; hits come in the order of their
-best unit's score, and a hit with no unit taken is not shown.
+that a unit's words miss), within `seed_share` of the budget; then the other units best
+first. Each is shown with the short units of the same speaker beside it (chat splits one
+thought into several messages), merged where spans touch, until the budget is spent as
+`costs` counts it (text characters, or the answer's JSON: memlake.search.answers.AsSent). A
+hit shows its spans in reading order; hits come in the order of their best unit's score, and
+a hit with no unit taken is not shown (decisions 2401, 4501).
 """
 
 from __future__ import annotations
@@ -54,10 +56,10 @@ class EvidenceParams:
     #: one-liners and their episodes would take it all before the best units get theirs)
     seed_share: float = 0.5
     #: which adjacent units (of the same episode, at most neighbour_chars long) are shown with
-    #: the one taken: "short" any, "qa" the next one when the unit taken is a question, "run"
-    #: as "qa" and also those of the same speaker (a message chat splits one thought into),
-    #: "none" none
-    neighbours: Literal["short", "qa", "run", "none"] = "run"
+    #: the one taken: "short" any, "qa" the next one when the unit taken is a question,
+    #: "speaker" those of the same speaker (a message chat splits one thought into), "run"
+    #: both of these, "none" none
+    neighbours: Literal["short", "qa", "speaker", "run", "none"] = "speaker"
     neighbour_chars: int = 240
 
 
@@ -101,9 +103,9 @@ class Evidence:
     spans: list[Shown]  # reading order
 
 
-def _idf(docs: list[list[str]], words: list[str]) -> np.ndarray:
-    n = len(docs)
-    df = np.array([sum(1 for d in docs if w in d) for w in words], dtype=np.float64)
+def _idf(counts: list[dict[str, int]], words: list[str]) -> np.ndarray:
+    n = len(counts)
+    df = np.array([sum(1 for c in counts if w in c) for w in words], dtype=np.float64)
     return np.where(df > 0, np.log1p((n - df + 0.5) / (df + 0.5)), 0.0)
 
 
@@ -118,24 +120,23 @@ class Pool:
         self.units: list[Unit] = []
         self.hit_of: list[int] = []  # the hit each unit belongs to
         self.docs: list[list[str]] = []
+        self.counts: list[dict[str, int]] = []
         for hit, h in enumerate(hits):
             content = h.row.get("content") or ""
             cut = UNITS.get(h.id, int(h.row.get("revision") or 0), content)
             self.units.extend(cut.units)  # shared with the cache: never changed
             self.hit_of.extend([hit] * len(cut.units))
             self.docs.extend(cut.terms)
-        self.sets = [set(d) for d in self.docs]
+            self.counts.extend(cut.counts)
         lengths = np.array([len(d) for d in self.docs], dtype=np.float64)
         self.norm = K1 * (1 - B + B * lengths / (lengths.mean() if len(lengths) else 1.0))
         top = max((h.score for h in hits), default=0.0) or 1.0
-        self.episode = np.array([hits[hit].score / top for hit in self.hit_of])
-        spans = [h.passage for h in hits]
-        self.matched = np.array(
-            [
-                1.0 if (sp := spans[hit]) is not None and u.start < sp[1] and sp[0] < u.end else 0.0
-                for u, hit in zip(self.units, self.hit_of, strict=True)
-            ]
-        )
+        of = np.asarray(self.hit_of, np.int64)
+        self.episode = np.array([h.score / top for h in hits])[of] if hits else np.zeros(0)
+        self.starts = np.array([u.start for u in self.units], np.int64)
+        self.ends = np.array([u.end for u in self.units], np.int64)
+        matched = np.array([h.passage or (-1, -1) for h in hits], np.int64).reshape(-1, 2)[of]
+        self.matched = ((self.starts < matched[:, 1]) & (matched[:, 0] < self.ends)) * 1.0
         self.qvec = next((h.query_vector for h in hits if h.query_vector is not None), None)
         self.blocks = self._passages(chunks, model)
 
@@ -164,8 +165,7 @@ class Pool:
             usable = (starts != HEADER) & (starts >= 0) & (starts < ends) & (ends <= length)
             if not usable.any():
                 continue
-            u_start = np.array([u.start for u in self.units[first:at]])
-            u_end = np.array([u.end for u in self.units[first:at]])
+            u_start, u_end = self.starts[first:at], self.ends[first:at]
             overlap = (
                 (u_start[:, None] < ends[None, :])
                 & (starts[None, :] < u_end[:, None])
@@ -179,17 +179,11 @@ class Pool:
         n = len(self.docs)
         if not n or not query:
             return np.zeros(n)
-        idf = _idf(self.docs, query)
+        idf = _idf(self.counts, query)
         total = float(idf.sum()) * (K1 + 1)
         if total <= 0:
             return np.zeros(n)
-        tf = np.array(
-            [
-                [d.count(t) if t in s else 0 for t in query]
-                for d, s in zip(self.docs, self.sets, strict=True)
-            ],
-            dtype=np.float64,
-        )
+        tf = np.array([[c.get(t, 0) for t in query] for c in self.counts], dtype=np.float64)
         return (idf * tf * (K1 + 1) / (tf + self.norm[:, None])).sum(axis=1) / total
 
     def cosines(self, qvec: np.ndarray) -> np.ndarray:
@@ -213,7 +207,7 @@ class Pool:
             params.episode * self.episode
             + params.bm25 * self.words(query)
             + params.vector * meaning
-            + params.speaker * named(self.units, self.hit_of, self.docs, text, set(query))
+            + params.speaker * named(self.units, self.hit_of, self.counts, text, set(query))
         ) / total
 
 
@@ -231,9 +225,10 @@ def _window(pool: Pool, contents: list[str], i: int, params: EvidenceParams) -> 
         other = units[j]
         if other.end - other.start > params.neighbour_chars:
             continue
-        asks = j > i and text[u.start : u.end].endswith("?")  # "qa": the answer to it
-        same = params.neighbours == "run" and u.speaker is not None and other.speaker == u.speaker
-        if params.neighbours == "short" or asks or same:
+        mode = params.neighbours
+        asks = mode in ("qa", "run") and j > i and text[u.start : u.end].endswith("?")
+        same = mode in ("speaker", "run") and u.speaker is not None and other.speaker == u.speaker
+        if mode == "short" or asks or same:
             start, end = min(start, other.start), max(end, other.end)
     return start, end
 
@@ -282,14 +277,20 @@ def select(
         seeds = len(seeded)
         order = seeded + order  # a seed skipped for its share is tried again in its place
     heads: dict[int, int] = {}
+    excerpts: dict[tuple[int, int, int], int] = {}  # (hit, start, end): its cost, once
 
     def cost(hit: int, spans: list[list[Any]]) -> int:
         if not spans:
             return 0
         if hit not in heads:
             heads[hit] = costs.episode(hits[hit])
-        text = contents[hit]
-        return heads[hit] + sum(costs.excerpt(text[s[0] : s[1]]) for s in spans)
+        total = heads[hit]
+        for s in spans:
+            key = (hit, s[0], s[1])
+            if key not in excerpts:
+                excerpts[key] = costs.excerpt(contents[hit][s[0] : s[1]])
+            total += excerpts[key]
+        return total
 
     shown: dict[int, list[list[Any]]] = {}
     spent = 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def asked_names(query: str) -> set[str]:
 def named(
     units: Sequence[Unit],
     hit_of: Sequence[int],
-    docs: Sequence[Sequence[str]],
+    counts: Sequence[Container[str]],
     query: str,
     asked: set[str],
 ) -> np.ndarray:
@@ -52,21 +52,21 @@ def named(
     who = {s for s, p in parts.items() if p & asked}
     known = set().union(*parts.values()) if parts else set()
     for name in asked_names(query) - known:
-        alias = _alias_of(units, hit_of, docs, name)
+        alias = _alias_of(units, hit_of, counts, name)
         if alias is not None:
             who.add(alias)
     return np.array([1.0 if u.speaker in who else 0.0 for u in units])
 
 
 def _alias_of(
-    units: Sequence[Unit], hit_of: Sequence[int], docs: Sequence[Sequence[str]], name: str
+    units: Sequence[Unit], hit_of: Sequence[int], counts: Sequence[Container[str]], name: str
 ) -> str | None:
     """The speaker `name` stands for: the only one of the episodes where others say it who
     never says it, in at least ALIAS_EPISODES episodes; else None."""
     users: set[str] = set()
     said_in: set[int] = set()
-    for u, hit, doc in zip(units, hit_of, docs, strict=True):
-        if u.speaker is not None and name in doc:
+    for u, hit, terms_of in zip(units, hit_of, counts, strict=True):
+        if u.speaker is not None and name in terms_of:
             users.add(u.speaker)
             said_in.add(hit)
     if len(said_in) < ALIAS_EPISODES:

@@ -10,7 +10,7 @@ and revision, checked against the content's length and hash).
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 from memlake.embed.turns import find_turns, label, sentences
@@ -30,10 +30,12 @@ class Unit:
 
 @dataclass(frozen=True)
 class EpisodeUnits:
-    """One content's units and their BM25 terms (label excluded)."""
+    """One content's units, their BM25 terms (label excluded) and each term's count per unit
+    (what scoring asks: a query term's frequency, whether a unit has it)."""
 
     units: list[Unit]
     terms: list[list[str]]
+    counts: list[dict[str, int]]
 
 
 def _trimmed(content: str, start: int, end: int) -> tuple[int, int]:
@@ -73,7 +75,8 @@ def units_of(content: str) -> list[Unit]:
 
 def cut(content: str) -> EpisodeUnits:
     units = units_of(content)
-    return EpisodeUnits(units, terms_of_each([content[u.body : u.end] for u in units]))
+    terms = terms_of_each([content[u.body : u.end] for u in units])
+    return EpisodeUnits(units, terms, [dict(Counter(t)) for t in terms])
 
 
 class UnitCache:
