@@ -1,14 +1,19 @@
-"""The evidence selection's grid (decision 2401): which unit scores and windows put the evidence
-turns into the answer, at which budgets, on the dev corpora.
+"""The evidence selection's grid (decisions 2401, 4501): which unit scores and windows put the
+evidence turns into the answer, at which budgets (characters of the answer as sent), on the
+dev corpora.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python tests/bench/evidence_grid.py \
-        [--corpus conversations|sessions] [--lake DIR] [--budgets 4000,8000,16000]
+        [--corpus conversations|sessions|realchats] [--lake DIR] \
+        [--budgets 2000,4000,8000,16000] [--limits 10,20] [--only NAME,NAME] [--turn-vectors]
 
 Each question is searched once per candidate count (the episode search, as search_episodes runs
 it: context filter, recency off), then memlake.search.query.evidence.select runs with each
 setting over the same hits. Cells: all evidence turns shown / share shown; `reach` is the share
 of questions whose evidence sessions are all among the candidates (the ceiling for any
-setting). `--lake DIR` keeps the indexed lake there and reuses it on the next run.
+setting). `--lake DIR` keeps the indexed lake there and reuses it on the next run (one run per
+directory at a time). `--turn-vectors` embeds every unit of every session on its own and runs
+each setting also with a unit's meaning from its own vector ("turns") or the best of it and
+its passages' ("max"): what per-turn vectors written with the episode would give.
 """
 
 from __future__ import annotations

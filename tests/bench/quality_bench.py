@@ -1,18 +1,23 @@
-"""Retrieval quality of BM25 alone, vectors alone and the fused ranking on two dev corpora.
+"""Retrieval quality of BM25 alone, vectors alone and the fused ranking on three dev corpora,
+and what search_episodes' answer shows of each question's evidence, by answer size as sent.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python tests/bench/quality_bench.py \
-        [--corpus sessions|conversations|both] [--chats 6] [--chat-seed 11] \
-        [--conversations 6] [--sessions 40] [--facts 20] [--seed 7] [--grid fusion|all]
+        [--corpus sessions|conversations|realchats|both|all] [--chats 6] [--chat-seed 11] \
+        [--conversations 6] [--sessions 40] [--facts 20] [--seed 7] [--real 6] \
+        [--real-seed 23] [--evidence-only] [--grid fusion|all]
 
 Corpora (generated, deterministic): tests/bench/conversations.py, two-friend chats like the
 held-out benchmark (named speakers, dated sessions, facts stated once in passing, single-hop,
-multi-hop, temporal and inference questions; keywords strong), and tests/bench/sessions.py,
-long user/assistant sessions with paraphrased questions (vectors strong). Every session is
-stored as an episode (context = its conversation, started_at = its date, title = its topics
-or none) through the lake's commit hooks, exactly as add_episode/upsert_episode store them:
-embedded in chunks and indexed in shards. Each question is searched within its conversation
-(context filter, recency off) and scored by recall@5, recall@10, recall_all@10 (1 when every
-relevant session is in the top 10) and NDCG@10, overall and per question kind.
+multi-hop, temporal and inference questions; keywords strong); tests/bench/real_chats.py, the
+same facts shaped like real messaging-app chats (short split messages, handles, typos); and
+tests/bench/sessions.py, long user/assistant sessions with paraphrased questions (vectors
+strong). Every session is stored as an episode (context = its conversation, started_at = its
+date, title = its topics or none) through the lake's commit hooks, exactly as
+add_episode/upsert_episode store them: embedded in chunks and indexed in shards. Each question
+is searched within its conversation (context filter, recency off) and scored by recall@5,
+recall@10, recall_all@10 (1 when every relevant session is in the top 10) and NDCG@10,
+overall and per question kind. The evidence table: the share of questions whose evidence turns
+are all in the answer, and the answer's characters as the server sends it (decision 4501).
 --grid fusion compares weighted RRF's k, weights and BM25 confidence weighting (the convex
 fusion's grid is tests/bench/fusion_grid.py); --grid all also re-indexes with other BM25 field
 weights and passage budgets (tests/bench/passages_grid.py compares passage cuts).

@@ -47,8 +47,9 @@ def test_a_success(monkeypatch: pytest.MonkeyPatch) -> None:
             "content": [
                 {
                     "type": "text",
-                    "text": '{"id": "ep1", "content": "café ✓", "created_at":'
-                    ' "2026-01-15T10:00:00Z", "linked_entities": 0}',
+                    # compact, non-ASCII as it is (decision 4501: what the agent reads)
+                    "text": '{"id":"ep1","content":"café ✓","created_at":'
+                    '"2026-01-15T10:00:00Z","linked_entities":0}',
                 }
             ],
             "structuredContent": structured,
