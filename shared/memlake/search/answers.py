@@ -73,9 +73,6 @@ class AsSent:
         return len(dumps(text)) + 1
 
 
-AS_SENT = AsSent()
-
-
 @dataclass(frozen=True)
 class Answer:
     """The hits (full, passage and none modes) with each one's passage, or the evidence
