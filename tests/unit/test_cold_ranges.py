@@ -371,3 +371,34 @@ def test_a_ranged_shard_assembles_its_ivf_index_as_it_is_opened(
     monkeypatch.setattr(ivf, "QUANTISE_AHEAD_FROM", 10**9)  # small shards: the index only
     for shard in cache.ShardCache(1 << 30).load_many(store, [i.key for i in infos], infos):
         assert shard._ivf is not None and shard._ivf.quantised._made is None
+
+
+def test_evidence_takes_its_hits_passage_vectors_from_the_ranged_shards(
+    built: dict[str, Any],
+) -> None:
+    """Evidence scores turns by their hits' stored passage vectors: taken from the shards the
+    search found them in (ranged: a hit's rows, not a whole chunk segment, decision 4501), the
+    same passages and vectors (half precision) as the episode_chunks rows hold."""
+    from memlake.search.query.best_passage import chunk_rows
+    from memlake.search.query.hit_vectors import stored_passages
+
+    lake, emb = built["lake"], built["emb"]
+    searcher = _searcher(emb)  # cold: the big sealed shard opens by ranges
+    hits = search(
+        lake, searcher, T, query="w1 w2 w3 w4", limit=20, recency=False, read_vectors=True
+    )
+    assert len(hits) == 20 and all(h.located is not None for h in hits)
+    assert any(isinstance(h.located[0].vectors, shard_source.RowReader) for h in hits)
+    got = stored_passages(hits, emb.name)
+    rows = chunk_rows(hits[0].snapshot, [h.id for h in hits])
+    for h in hits:
+        mine, theirs = got[h.id], rows[h.id]
+        assert mine is not None and theirs is not None
+        n = len(theirs["vectors"])
+        spans = list(zip(theirs["starts"][:n], theirs["ends"][:n], strict=True))
+        stored = dict(zip(spans, theirs["vectors"], strict=True))
+        mine_spans = list(zip(mine["starts"], mine["ends"], strict=True))
+        found = dict(zip(mine_spans, mine["vectors"], strict=True))
+        assert found.keys() == stored.keys(), h.id
+        for span, vector in found.items():
+            assert np.allclose(vector, stored[span], atol=2e-3), (h.id, span)

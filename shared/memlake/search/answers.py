@@ -106,7 +106,7 @@ def answer(lake: Lake, searcher: Searcher, tenant: str, ask: Ask) -> Answer:
     limit = max(ask.limit, EVIDENCE_EPISODES) if evidence else ask.limit
     kwargs: dict[str, Any] = {
         "query": ask.query, "limit": limit, "context": ask.context, "start": ask.start,
-        "end": ask.end, "recency": ask.recency,
+        "end": ask.end, "recency": ask.recency, "read_vectors": evidence,
     }  # fmt: skip
     degraded = None
     try:
@@ -138,9 +138,14 @@ def evidence_of(
     JSON together takes at most `room` characters."""
     from memlake.search.query.best_passage import chunk_rows
     from memlake.search.query.evidence import select
+    from memlake.search.query.hit_vectors import stored_passages
 
-    chunks = chunk_rows(hits[0].snapshot, [h.id for h in hits])
-    found = select(hits, chunks, query, searcher.embedder.name, room, costs=AsSent(asked))
+    model = searcher.embedder.name
+    chunks = stored_passages(hits, model)  # from the shards that found them: ranged reads
+    unknown = [h.id for h in hits if h.id not in chunks]
+    if unknown:
+        chunks |= chunk_rows(hits[0].snapshot, unknown)
+    found = select(hits, chunks, query, model, room, costs=AsSent(asked))
     out = []
     for e in found:
         content = e.hit.row.get("content") or ""

@@ -36,6 +36,7 @@ from memlake.search.query.fusion import (
     normalise_scores,
     rrf_fuse,
 )
+from memlake.search.query.hit_vectors import read_ahead
 from memlake.search.query.hits_ahead import HitsAhead
 from memlake.search.query.params import DEFAULT_PARAMS, SearchHit, SearchParams
 from memlake.search.query.query_vector import embed_ahead, query_deadline
@@ -64,6 +65,7 @@ def search(
     allowed_ids: set[str] | None = None,
     params: SearchParams = DEFAULT_PARAMS,
     query_vector: np.ndarray | None = None,
+    read_vectors: bool = False,
 ) -> list[SearchHit]:
     """Episodes of `tenant` best matching `query` (BM25 + vectors, fused), best first, at most
     `limit` (the tools' input models bound it and the query, MAX_LIMIT and MAX_QUERY_CHARS).
@@ -74,13 +76,15 @@ def search(
     vector rank/score, the fused score before recency, rerank, the recency factor), `passage`
     (the best matching content passage) and the full `row`.
     `params` tunes the ranking and `query_vector` skips embedding the query (benchmarks).
+    `read_vectors`: the hits' passage vectors are read from their shards while their rows are
+    (a caller that scores their passages next: evidence, memlake.search.query.hit_vectors).
     """
 
     def run(snap: Snapshot) -> list[SearchHit]:
         searcher.settle_erasures(snap)
         return _search_in(
             snap, lake.store, searcher, query, limit, context, start, end, recency, allowed_ids,
-            params, query_vector,
+            params, query_vector, read_vectors,
         )  # fmt: skip
 
     # a cold process reads from the manifest's copy before it is known to be the newest: a
@@ -110,6 +114,7 @@ def _search_in(
     allowed_ids: set[str] | None,
     params: SearchParams,
     query_vector: np.ndarray | None,
+    read_vectors: bool = False,
 ) -> list[SearchHit]:
     """search() on one snapshot."""
     state = snap.derived("search_state", lambda: SearchState.from_extra(snap.extra))
@@ -157,7 +162,7 @@ def _search_in(
     vec = vec_found.ranked(shards, cand)
     fused = _fused(bm25, vec, params, total_idf)
     searcher.shards.promote(store, infos)  # whole shards later, if the tenant fits (1306)
-    hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec)
+    hits = _hits(snap, fused, bm25, vec, wanted, recency, params, qvec, read_vectors)
     if reranker is not None:
         top = searcher.settings.rerank_candidates
         hits = rerank_search(hits, query, searcher.embedder, reranker, top)[:limit]
@@ -199,6 +204,7 @@ def _hits(
     recency: bool,
     params: SearchParams,
     qvec: np.ndarray | None,
+    read_vectors: bool = False,
 ) -> list[SearchHit]:
     fused = [h for h in fused if h.score > 0]
     base = {h.id: h.score for h in fused}
@@ -212,6 +218,9 @@ def _hits(
         )
         factor = {h.id: (h.score / base[h.id] if base[h.id] else 1.0) for h in fused}
     table = snap.table(TABLE)
+    if read_vectors:  # in the same round as the rows
+        top = [(h.id, vec.where.get(h.id) or bm25.where.get(h.id)) for h in fused[:limit]]
+        read_ahead([(eid, (w[0], w[1])) for eid, w in top if w is not None])
     rows = table.lookup([h.id for h in fused[:limit]])  # at once: a cold search reads them
     hits: list[SearchHit] = []
     for h in fused:
@@ -219,6 +228,7 @@ def _hits(
         if row is None:  # not live in this snapshot (cannot happen with a consistent index)
             continue
         b, v = bm25.raw.get(h.id), vec.raw.get(h.id)
+        where = vec.where.get(h.id) or bm25.where.get(h.id)
         hits.append(
             SearchHit(
                 id=h.id,
@@ -237,6 +247,7 @@ def _hits(
                 snapshot=snap,
                 query_vector=qvec,
                 passage=_passage(h, bm25, vec, params.alpha),
+                located=None if where is None else (where[0], where[1]),
             )
         )
         if len(hits) == limit:

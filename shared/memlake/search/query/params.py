@@ -58,3 +58,6 @@ class SearchHit:
     #: offsets in row["content"] of the best matching content passage (None: unknown, or the
     #: title/summary/tags passage matched best)
     passage: tuple[int, int] | None = None
+    #: the index shard and doc the search found it at (its passage vectors are there:
+    #: memlake.search.query.hit_vectors); None when unknown
+    located: tuple[Any, int] | None = field(default=None, compare=False, repr=False)
