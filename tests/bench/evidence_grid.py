@@ -35,7 +35,7 @@ from memlake.config import Settings  # noqa: E402
 from memlake.context import Principal, ToolContext  # noqa: E402
 from memlake.search.answers import ENVELOPE, AsSent  # noqa: E402
 from memlake.search.hybrid import search  # noqa: E402
-from memlake.search.query import evidence  # noqa: E402
+from memlake.search.query import unit_pool  # noqa: E402
 from memlake.search.query.best_passage import chunk_rows  # noqa: E402
 from memlake.search.query.evidence import DEFAULT_EVIDENCE, EvidenceParams, select  # noqa: E402
 from memlake.search.query.units import UNITS  # noqa: E402
@@ -165,10 +165,10 @@ SETTINGS: dict[str, EvidenceParams] = {
 #: written with the episode, decision 4501), and how meaning uses them
 TURNS: dict[str, np.ndarray] = {}
 TURN_MODE = {"mode": "off"}
-_PASSAGE_COSINES = evidence.Pool.cosines
+_PASSAGE_COSINES = unit_pool.Pool.cosines
 
 
-def _cosines(pool: evidence.Pool, qvec: np.ndarray) -> np.ndarray:
+def _cosines(pool: unit_pool.Pool, qvec: np.ndarray) -> np.ndarray:
     best = _PASSAGE_COSINES(pool, qvec)
     if TURN_MODE["mode"] == "off":
         return best
@@ -222,7 +222,7 @@ def main() -> None:
     modes = ["off"]
     if args.turn_vectors:
         print(f"turn vectors embedded in {embed_turns(ctx, convs, ids):.0f} s", flush=True)
-        evidence.Pool.cosines = _cosines  # type: ignore[method-assign]
+        unit_pool.Pool.cosines = _cosines  # type: ignore[method-assign]
         modes = ["off", "turns", "max"]
     for limit in (int(n) for n in args.limits.split(",")):
         asked = searched(ctx, convs, ids, limit)
