@@ -47,7 +47,6 @@ if __package__ in (None, ""):  # run as a script: python tests/bench/real_chats.
 from tests.bench import chat_facts as facts  # noqa: E402
 from tests.bench import chat_talk as talk  # noqa: E402
 from tests.bench import conversations as chat  # noqa: E402
-from tests.bench.sessions import Question  # noqa: E402
 
 
 def _p(raw: str) -> list[str]:
@@ -96,12 +95,7 @@ Msg = tuple[str, str, object | None]  # speaker's name, text, the fact it states
 
 
 @dataclass
-class Conversation:
-    name: str
-    sessions: list[str] = field(default_factory=list)
-    titles: list[str | None] = field(default_factory=list)
-    dates: list[datetime] = field(default_factory=list)
-    questions: list[Question] = field(default_factory=list)
+class Conversation(chat.Conversation):
     handles: dict[str, str] = field(default_factory=dict)  # first name -> chat handle
 
 

@@ -136,16 +136,10 @@ def evidence_of(
 ) -> list[dict[str, Any]]:
     """The evidence episodes (memlake.search.query.evidence, decisions 2401 and 4501) whose
     JSON together takes at most `room` characters."""
-    from memlake.search.query.best_passage import chunk_rows
     from memlake.search.query.evidence import select
-    from memlake.search.query.hit_vectors import stored_passages
 
     model = searcher.embedder.name
-    chunks = stored_passages(hits, model)  # from the shards that found them: ranged reads
-    unknown = [h.id for h in hits if h.id not in chunks]
-    if unknown:
-        chunks |= chunk_rows(hits[0].snapshot, unknown)
-    found = select(hits, chunks, query, model, room, costs=AsSent(asked))
+    found = select(hits, _passages_of(hits, model), query, model, room, costs=AsSent(asked))
     out = []
     for e in found:
         content = e.hit.row.get("content") or ""
@@ -154,12 +148,26 @@ def evidence_of(
     return out
 
 
+def _passages_of(hits: list[SearchHit], model: str) -> dict[str, dict[str, Any] | None]:
+    """The hits' stored passages and vectors: from the shards that found them (a hit's rows by
+    range, memlake.search.query.hit_vectors), else their `episode_chunks` rows (a cold store
+    reads a chunk segment whole)."""
+    from memlake.search.query.best_passage import chunk_rows
+    from memlake.search.query.hit_vectors import stored_passages
+
+    chunks: dict[str, dict[str, Any] | None] = dict(stored_passages(hits, model))
+    unknown = [h.id for h in hits if h.id not in chunks]
+    if unknown:
+        chunks |= chunk_rows(hits[0].snapshot, unknown)
+    return chunks
+
+
 def _spans(searcher: Searcher, hits: list[SearchHit], query: str) -> list[Span]:
     """Each hit's passage: the search's (SearchHit.passage) or best_span's pick."""
-    from memlake.search.query.best_passage import chunk_rows, hit_span
+    from memlake.search.query.best_passage import hit_span
 
-    unknown = [h.id for h in hits if h.passage is None]
-    chunks = chunk_rows(hits[0].snapshot, unknown) if unknown else {}
+    unknown = [h for h in hits if h.passage is None]
+    chunks = _passages_of(unknown, searcher.embedder.name) if unknown else {}
     embedder = searcher.embedder
     return [
         hit_span(embedder, h.row, chunks.get(h.id), query, h.query_vector, h.passage) for h in hits

@@ -218,9 +218,14 @@ def _hits(
         )
         factor = {h.id: (h.score / base[h.id] if base[h.id] else 1.0) for h in fused}
     table = snap.table(TABLE)
+
+    def located(eid: str) -> tuple[Any, int] | None:  # the shard and doc the search found
+        where = vec.where.get(eid) or bm25.where.get(eid)
+        return None if where is None else (where[0], where[1])
+
     if read_vectors:  # in the same round as the rows
-        top = [(h.id, vec.where.get(h.id) or bm25.where.get(h.id)) for h in fused[:limit]]
-        read_ahead([(eid, (w[0], w[1])) for eid, w in top if w is not None])
+        top = [(h.id, located(h.id)) for h in fused[:limit]]
+        read_ahead([(eid, at) for eid, at in top if at is not None])
     rows = table.lookup([h.id for h in fused[:limit]])  # at once: a cold search reads them
     hits: list[SearchHit] = []
     for h in fused:
@@ -228,7 +233,6 @@ def _hits(
         if row is None:  # not live in this snapshot (cannot happen with a consistent index)
             continue
         b, v = bm25.raw.get(h.id), vec.raw.get(h.id)
-        where = vec.where.get(h.id) or bm25.where.get(h.id)
         hits.append(
             SearchHit(
                 id=h.id,
@@ -247,7 +251,7 @@ def _hits(
                 snapshot=snap,
                 query_vector=qvec,
                 passage=_passage(h, bm25, vec, params.alpha),
-                located=None if where is None else (where[0], where[1]),
+                located=located(h.id),
             )
         )
         if len(hits) == limit:

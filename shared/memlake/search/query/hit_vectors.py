@@ -1,14 +1,16 @@
 """The stored passage vectors of a search's hits, taken from the index shards that found them
 (decision 4501): evidence scores a turn's meaning by the passages around it.
 
-The `episode_chunks` rows hold the same vectors, but a cold store reads a chunk segment whole
-(~2.5 MB for 64 episodes of 20 passages), once for each hit: a cold evidence search on the S3
-model read 85 MB against 41 for ten passages. A shard keeps each vector row's episode and
-passage (`chunk_doc`, ascending; `chunk_passage`) and each passage's offsets (`p_start`,
-`p_end`) in the arrays it opens with, and reads vector rows by range: a hit's rows are one run,
-~15 KB in half precision. `read_ahead` asks for those ranges in the background while the
-search reads its hits' rows, and `stored_passages` asks for the same ranges again (the range
-cache keeps each range as asked), so they come in the same round.
+The `episode_chunks` rows hold the same passages and vectors, but a cold store reads a chunk
+segment whole (~2.5 MB for 64 episodes of 20 passages), once for each hit: a cold evidence
+search on the S3 model read 85 MB against 41 for ten passages. A shard keeps each vector row's
+episode and passage (`chunk_doc`, ascending; `chunk_passage`), each passage's episode and
+offsets (`p_doc`, `p_start`, `p_end`) in the arrays it opens with, and reads vector rows by
+range: a hit's rows are one run, ~15 KB in half precision. `read_ahead` asks for those ranges
+in the background while the search reads its hits' rows, and `stored_passages` asks for the
+same ranges again (the range cache keeps each range as asked), so they come in the same
+round. A passage search's best_span takes the same, for hits whose passage the search did not
+name.
 """
 
 from __future__ import annotations
@@ -67,11 +69,12 @@ def _quietly(shard: Any, spans: list[tuple[int, int]]) -> None:
         _rows(shard, spans)
 
 
-def stored_passages(hits: list[SearchHit], model: str) -> dict[str, dict[str, Any] | None]:
-    """Per hit the search located in a shard with passages: a chunk row's fields (model,
-    starts, ends, vectors of the passages embedded so far; None when none is). Hits it did not
-    locate, or located in a shard without passages (format 1), are left out: the caller reads
-    their `episode_chunks` rows."""
+def stored_passages(hits: list[SearchHit], model: str) -> dict[str, dict[str, Any]]:
+    """Per hit the search located in a shard with passages, what its `episode_chunks` row
+    holds: model, the offsets of all its passages (the title/summary/tags one at -1) and the
+    vectors of the first ones, those embedded so far. Hits it did not locate, in a shard without
+    passages (format 1) or whose rows are not the first passages in order, are left out: the
+    caller reads their chunk rows."""
     parts = _by_shard([(h.id, h.located) for h in hits if h.located is not None])
     if len(parts) > 1:
         found = list(_READS.get().map(lambda part: _of_shard(part[0], part[1], model), parts))
@@ -85,21 +88,23 @@ def _of_shard(shard: Any, docs: list[tuple[str, int]], model: str) -> dict[str, 
     wanted = [s for s in spans if s[0] < s[1]]
     blocks = iter(_rows(shard, wanted)) if wanted else iter(())
     out: dict[str, Any] = {}
-    for (eid, _), (lo, hi) in zip(docs, spans, strict=True):
-        if lo == hi:
-            out[eid] = None
-            continue
-        vectors = np.asarray(next(blocks), np.float32)
-        passage = np.asarray(shard.chunk_passage[lo:hi], np.int64)
-        embedded = passage >= 0  # -1: a placeholder row, nothing embedded yet
-        if not embedded.any():
-            out[eid] = None
-            continue
+    for (eid, doc), (lo, hi) in zip(docs, spans, strict=True):
+        first, last = np.searchsorted(shard.p_doc, [doc, doc + 1])  # its passages, in order
+        vectors = np.zeros((0, shard.dim), np.float32)
+        if lo < hi:
+            block = np.asarray(next(blocks), np.float32)
+            passage = np.asarray(shard.chunk_passage[lo:hi], np.int64)
+            embedded = passage >= 0  # -1: a placeholder row, nothing embedded yet
+            place = passage[embedded] - first  # each row's passage among the episode's
+            order = np.argsort(place, kind="stable")
+            if not np.array_equal(place[order], np.arange(len(place))):
+                continue  # not the first passages in order: its chunk row says
+            vectors = block[embedded][order]
         out[eid] = {
             "model": model,
             "content_hash": "",
-            "starts": shard.p_start[passage[embedded]].tolist(),
-            "ends": shard.p_end[passage[embedded]].tolist(),
-            "vectors": vectors[embedded],
+            "starts": shard.p_start[first:last].tolist(),
+            "ends": shard.p_end[first:last].tolist(),
+            "vectors": vectors,
         }
     return out
